@@ -1,0 +1,7 @@
+"""``python -m ropekit``."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

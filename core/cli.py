@@ -1,0 +1,220 @@
+"""The ``ropekit`` command line (also ``python -m ropekit``).
+
+Exit status: 0 success; 2 invalid input (bad config, unknown rope_type, bad arguments), with one
+line on stderr naming the key or type; 3 an installed plugin is at fault (the line names its
+distribution). No traceback is printed for either.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from .errors import PluginError, RopeConfigError, RopekitError
+
+__all__ = ["main"]
+
+EXIT_INPUT = 2
+EXIT_PLUGIN = 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _positions(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or any(value < 0 for value in values):
+        raise argparse.ArgumentTypeError(f"expected non-negative positions, got {text!r}")
+    return values
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _print_json(document: Any) -> None:
+    json.dump(document, sys.stdout, indent=2, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+def _load(args: argparse.Namespace) -> Any:
+    from .loader import load
+
+    model = load(args.config, strict=not args.lenient)
+    return model.at(args.seq_len) if getattr(args, "seq_len", None) else model
+
+
+def _cmd_table(args: argparse.Namespace) -> None:
+    model = _load(args)
+    if args.json:
+        _print_json(model.to_json())
+        return
+    for name, table in model.tables.items():
+        print(f"{name}: rope_type={table.rope_type} head_dim={table.head_dim} rotary_dim={table.rotary_dim} "
+              f"attention_factor={table.attention_factor:.9g}" + (f" seq_len={table.seq_len}" if table.seq_len else ""))
+        for index, value in enumerate(table.inv_freq):
+            print(f"  {index:4d}  {value:.17g}")
+
+
+def _cmd_gap(args: argparse.Namespace) -> None:
+    from .gap import ANGLE_THRESHOLD, gap_report
+
+    report = gap_report(_load(args), args.positions)
+    if args.json:
+        _print_json(report)
+        return
+    for name, layer in report["layers"].items():
+        ratio = layer["max_ratio"]
+        print(f"{name}: rope_type={layer['rope_type']}  {layer['scaled_pairs']} of {layer['pairs']} pairs differ "
+              f"from plain RoPE, max ratio {ratio:.6g}" if ratio is not None else f"{name}: no rotated pairs")
+        if layer["unrotated_pairs"]:
+            print(f"  {layer['unrotated_pairs']} pairs are not rotated (inv_freq 0)")
+        print(f"  {'position':>9}  {'max angle error (rad)':>22}  pairs over {ANGLE_THRESHOLD} rad")
+        for position, row in layer["positions"].items():
+            print(f"  {position:>9}  {row['max_angle_error']:>22.4f}  {row[f'pairs_over_{ANGLE_THRESHOLD}rad']:>5}")
+
+
+def _cmd_inspect(args: argparse.Namespace) -> None:
+    from .registry import default_registry
+
+    model = _load(args)
+    if args.json:
+        document = model.to_json()
+        document["source"] = model.source
+        document["layer_types"] = list(model.layer_types)
+        _print_json(document)
+        return
+    registry = default_registry()
+    print(f"config: {model.source}")
+    if model.layer_types:
+        counts = {name: model.layer_types.count(name) for name in dict.fromkeys(model.layer_types)}
+        print(f"layers: {len(model.layer_types)} ({', '.join(f'{n} x{c}' for n, c in counts.items())})")
+    for name, table in model.tables.items():
+        scheme = registry.scheme(table.rope_type)
+        owner = registry.claims()[table.rope_type][0]
+        print(f"\n[{name}] rope_type {table.rope_type}  ({owner.distribution} {owner.version})")
+        print(f"  {scheme.doc}")
+        print(f"  head_dim {table.head_dim}, rotary_dim {table.rotary_dim}, {len(table.inv_freq)} pairs, "
+              f"attention_factor {table.attention_factor:.9g}")
+        for key, value in table.params.items():
+            shown = f"[{len(value)} values]" if isinstance(value, tuple) else repr(value)
+            print(f"  {key} = {shown}")
+        if table.mrope_section:
+            print(f"  mrope_section = {list(table.mrope_section)} (interleaved: {table.mrope_interleaved})")
+        if table.seq_len_dependent:
+            print(f"  depends on seq_len: {table.seq_len_rule}")
+        freq = table.inv_freq
+        print(f"  inv_freq: {freq[0]:.6g} ... {freq[-1]:.6g}  (ropekit table {args.config} --json for all)")
+
+
+def _cmd_list(args: argparse.Namespace) -> None:
+    from .registry import default_registry
+
+    registry = default_registry()
+    rows = []
+    for status in registry.status():
+        row: dict[str, Any] = {
+            "rope_type": status.rope_type,
+            "distribution": status.distribution,
+            "version": status.version,
+            "module": status.target,
+            "status": status.state,
+        }
+        if status.problem:
+            row["problem"] = status.problem
+        if not args.no_import and status.state == "available":
+            try:
+                scheme = registry.scheme(status.rope_type)
+            except PluginError as error:
+                row.update(status="broken", problem=error.problem)
+            else:
+                row.update(status="loaded", canonical=scheme.name, doc=scheme.doc,
+                           keys=[key.to_json() for key in scheme.keys],
+                           seq_len_dependent=scheme.seq_len_dependent)
+        rows.append(row)
+    if args.json:
+        _print_json({"schemes": rows})
+        return
+    for row in rows:
+        alias = f" (alias of {row['canonical']})" if row.get("canonical", row["rope_type"]) != row["rope_type"] else ""
+        print(f"{row['rope_type']}{alias}  [{row['status']}]  {row['distribution']} {row['version']}  {row['module']}")
+        if "problem" in row:
+            print(f"    problem: {row['problem']}")
+        if "doc" in row and not alias:
+            print(f"    {row['doc']}")
+            for key in registry.scheme(row["rope_type"]).keys:
+                print(f"      {key.describe()}")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="ropekit",
+        description="The RoPE tables a model's config.json declares, from the plugin registered for its rope_type.",
+        epilog="Exit status: 0 ok, 2 invalid input (the message names the key), 3 a plugin is at fault.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    def config_command(name: str, help_text: str, handler: Callable[[argparse.Namespace], None]) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("config", metavar="CONFIG", help="a config.json, or a model directory holding one")
+        sub.add_argument("--json", action="store_true", help="machine-readable output")
+        sub.add_argument("--lenient", action="store_true", help="warn about unknown keys instead of failing")
+        sub.set_defaults(handler=handler)
+        return sub
+
+    table = config_command("table", "Print each layer type's inv_freq and attention factor.", _cmd_table)
+    table.add_argument("--seq-len", type=_positive, metavar="N",
+                       help="the table for a sequence of N positions (matters for dynamic and longrope)")
+    gap = config_command("gap", "Compare each layer type's table with plain RoPE of the same theta and dims.", _cmd_gap)
+    gap.add_argument("--positions", type=_positions, default=(128, 1024, 2048, 8192, 32768, 131072), metavar="P,...",
+                     help="positions at which to report the angle error (default: %(default)s)")
+    gap.add_argument("--seq-len", type=_positive, metavar="N", help="compare the table for N positions")
+    config_command("inspect", "Describe what the config declares and which plugin serves it.", _cmd_inspect)
+
+    listing = commands.add_parser("list", help="List installed rope_types with distribution, version and status.",
+                                  description="List installed rope_types with distribution, version and status.")
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+    listing.add_argument("--no-import", action="store_true",
+                         help="read entry-point metadata only; do not import plugins (no keys shown)")
+    listing.set_defaults(handler=_cmd_list)
+    return parser
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    args = _build_parser().parse_args(argv)
+    try:
+        args.handler(args)
+    except RopeConfigError as error:
+        print(f"ropekit: error: {error}", file=sys.stderr)
+        return EXIT_INPUT
+    except PluginError as error:
+        print(f"ropekit: plugin error: {error}", file=sys.stderr)
+        return EXIT_PLUGIN
+    except RopekitError as error:  # pragma: no cover - every subclass is handled above
+        print(f"ropekit: error: {error}", file=sys.stderr)
+        return EXIT_INPUT
+    except BrokenPipeError:
+        return 0
+    return 0

@@ -1,0 +1,95 @@
+"""Every exception ropekit raises, in one place.
+
+::
+
+    RopekitError                      base class; catch this to catch everything ropekit raises
+    ├── RopeConfigError (ValueError)  the config is wrong; ``.path`` is the JSON path at fault
+    │   ├── ConfigSourceError         the file or directory cannot be read as a config
+    │   └── UnknownRopeTypeError      no installed plugin serves the declared rope_type
+    └── PluginError                   a plugin is at fault; ``.rope_type`` and ``.distribution`` name it
+        ├── PluginBlockedError        the user blocked this rope_type or distribution
+        ├── PluginLoadError           the plugin failed to import or has no usable ``ropekit_scheme`` hook
+        ├── DuplicateSchemeError      two distributions claim one rope_type
+        ├── SchemeMismatchError       the scheme's name differs from its entry-point name
+        ├── SchemeDeclarationError    the scheme's key declarations are malformed
+        └── InvalidTableError         the builder raised or returned a wrong length, dtype or value
+
+A config error is the user's to fix (the CLI exits 2); a plugin error is the plugin author's
+(the message names the distribution so the user knows whom to tell). Other rope_types keep
+working when one plugin is broken.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigSourceError",
+    "DuplicateSchemeError",
+    "InvalidTableError",
+    "PluginBlockedError",
+    "PluginError",
+    "PluginLoadError",
+    "RopeConfigError",
+    "RopekitError",
+    "SchemeDeclarationError",
+    "SchemeMismatchError",
+    "UnknownRopeTypeError",
+]
+
+
+class RopekitError(Exception):
+    """Base class of every error ropekit raises."""
+
+
+class RopeConfigError(RopekitError, ValueError):
+    """A config is invalid. ``path`` is the dotted JSON path of the offending key (may be empty)."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}" if path else problem)
+
+
+class ConfigSourceError(RopeConfigError):
+    """The config file or model directory cannot be read."""
+
+
+class UnknownRopeTypeError(RopeConfigError):
+    """The declared rope_type is served by no installed (or unblocked) plugin."""
+
+    def __init__(self, path: str, rope_type: str, problem: str) -> None:
+        self.rope_type = rope_type
+        super().__init__(path, problem)
+
+
+class PluginError(RopekitError):
+    """A plugin is at fault. ``rope_type`` and ``distribution`` say which one."""
+
+    def __init__(self, rope_type: str, distribution: str, problem: str) -> None:
+        self.rope_type = rope_type
+        self.distribution = distribution
+        self.problem = problem
+        super().__init__(f"rope_type {rope_type!r} (distribution {distribution}): {problem}")
+
+
+class PluginBlockedError(PluginError):
+    """The rope_type or its distribution is blocked by the user."""
+
+
+class PluginLoadError(PluginError):
+    """The plugin module failed to import, or defines no usable ``ropekit_scheme`` hook."""
+
+
+class DuplicateSchemeError(PluginError):
+    """Two or more distributions register the same rope_type."""
+
+
+class SchemeMismatchError(PluginError):
+    """The scheme a plugin returns is named differently from its entry point."""
+
+
+class SchemeDeclarationError(PluginError):
+    """The scheme's declaration (keys, defaults, examples) is malformed."""
+
+
+class InvalidTableError(PluginError):
+    """The scheme's builder raised, or returned a table of wrong length, dtype or values."""

@@ -1,0 +1,118 @@
+"""The tables ``ropekit.load`` returns: one :class:`RopeTable` per layer type, in a :class:`ModelRope`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from .errors import RopeConfigError
+from .scheme import Frequencies
+
+__all__ = ["ModelRope", "RopeTable"]
+
+
+@attrs.frozen(eq=False)
+class RopeTable:
+    """The RoPE a forward must use for one layer type.
+
+    ``inv_freq`` is read-only float64, ``len(inv_freq) == rotary_dim // 2``, in transformers' order;
+    the forward multiplies cos and sin by ``attention_factor``. ``params`` are the normalised
+    parameters (defaults filled in). For a ``seq_len_dependent`` scheme this is the table at load
+    time (no sequence length); :meth:`at` gives the table for a sequence of ``seq_len`` positions.
+    """
+
+    layer_type: str
+    rope_type: str
+    params: Mapping[str, Any]
+    head_dim: int
+    rotary_dim: int
+    inv_freq: npt.NDArray[np.float64]
+    attention_factor: float
+    seq_len: int | None = None
+    seq_len_dependent: bool = False
+    seq_len_rule: str = ""
+    mrope_section: tuple[int, ...] | None = None
+    mrope_interleaved: bool = False
+    _rebuild: Callable[[int | None], Frequencies] | None = attrs.field(default=None, repr=False, alias="rebuild")
+
+    def at(self, seq_len: int) -> RopeTable:
+        """The table for a sequence of ``seq_len`` positions (``max(position_ids) + 1``).
+
+        Equal to ``self`` for schemes that do not depend on the sequence length.
+        """
+        if isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer)) or seq_len < 1:
+            raise RopeConfigError("seq_len", f"expected a positive integer, got {seq_len!r}")
+        if not self.seq_len_dependent or self._rebuild is None:
+            return self
+        frequencies = self._rebuild(int(seq_len))
+        return attrs.evolve(
+            self,
+            inv_freq=frequencies.inv_freq,
+            attention_factor=frequencies.attention_factor,
+            seq_len=int(seq_len),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``ropekit table --json`` record of this layer type."""
+        record: dict[str, Any] = {
+            "rope_type": self.rope_type,
+            "inv_freq": self.inv_freq.tolist(),
+            "attention_factor": self.attention_factor,
+            "rotary_dim": self.rotary_dim,
+            "head_dim": self.head_dim,
+            "params": {name: list(v) if isinstance(v, tuple) else v for name, v in self.params.items()},
+        }
+        if self.seq_len is not None:
+            record["seq_len"] = self.seq_len
+        if self.seq_len_dependent:
+            record["seq_len_rule"] = self.seq_len_rule
+        if self.mrope_section is not None:
+            record["mrope_section"] = list(self.mrope_section)
+            record["mrope_interleaved"] = self.mrope_interleaved
+        return record
+
+
+@attrs.frozen
+class ModelRope:
+    """Every layer type's table for one model.
+
+    ``layer_types`` has one entry per layer, named as transformers names them (empty when the
+    config does not say); a flat config has the single type ``full_attention``.
+    """
+
+    tables: Mapping[str, RopeTable]
+    layer_types: tuple[str, ...] = ()
+    source: str = "<mapping>"
+
+    def __getitem__(self, layer_type: str) -> RopeTable:
+        try:
+            return self.tables[layer_type]
+        except KeyError:
+            raise KeyError(f"no table for layer type {layer_type!r}; have {sorted(self.tables)}") from None
+
+    @property
+    def table(self) -> RopeTable:
+        """The ``full_attention`` table (the only one of a flat config)."""
+        return self["full_attention"] if "full_attention" in self.tables else next(iter(self.tables.values()))
+
+    def for_layer(self, index: int) -> RopeTable:
+        """The table layer ``index`` uses."""
+        if len(self.tables) == 1:
+            if self.layer_types and not 0 <= index < len(self.layer_types):
+                raise IndexError(f"layer {index} out of range: the model has {len(self.layer_types)} layers")
+            return self.table
+        if not self.layer_types:
+            raise LookupError("the config declares per-layer-type rope parameters but no layer_types")
+        return self[self.layer_types[index]]
+
+    def at(self, seq_len: int) -> ModelRope:
+        """Every table at ``seq_len`` (see :meth:`RopeTable.at`)."""
+        return attrs.evolve(self, tables={name: t.at(seq_len) for name, t in self.tables.items()})
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``ropekit table --json`` document."""
+        return {"layers": {name: table.to_json() for name, table in self.tables.items()}}

@@ -1,0 +1,33 @@
+"""``linear``: position interpolation, plain RoPE divided by ``factor``."""
+
+from __future__ import annotations
+
+from ropekit import Example, Frequencies, Geometry, Key, Params, Scheme, hookimpl, plain_inv_freq
+
+__all__ = ["SCHEME", "ropekit_scheme"]
+
+
+def build(params: Params, geometry: Geometry, seq_len: int | None) -> Frequencies:
+    """Plain RoPE with every frequency divided by ``factor``."""
+    return Frequencies(plain_inv_freq(geometry.theta, geometry.rotary_dim) / params["factor"])
+
+
+SCHEME = Scheme(
+    name="linear",
+    doc="Linear position interpolation (kaiokendev): plain RoPE / factor.",
+    build=build,
+    keys=(Key("factor", "float", "Positions are divided by this.", required=True, gt=0),),
+    examples=(
+        Example(
+            "tiny",
+            {"head_dim": 4, "rope_theta": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 4.0}},
+            (0.25, 0.0025),
+        ),
+    ),
+)
+
+
+@hookimpl
+def ropekit_scheme() -> Scheme:
+    """Declare ``linear``."""
+    return SCHEME

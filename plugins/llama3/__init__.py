@@ -1,0 +1,68 @@
+"""``llama3``: Llama-3.1's frequency-dependent interpolation (the three-branch rule).
+
+Pairs whose wavelength is shorter than ``original_max / high_freq_factor`` are kept; pairs longer
+than ``original_max / low_freq_factor`` are divided by ``factor``; pairs in between are
+interpolated with ``smooth = (original_max / wavelength - low) / (high - low)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+
+from ropekit import Example, Frequencies, Geometry, Key, Params, Scheme, hookimpl, plain_inv_freq
+
+__all__ = ["SCHEME", "ropekit_scheme"]
+
+
+def build(params: Params, geometry: Geometry, seq_len: int | None) -> Frequencies:
+    """The three-branch rule of transformers' ``_compute_llama3_parameters``, in float64."""
+    factor = params["factor"]
+    low, high = params["low_freq_factor"], params["high_freq_factor"]
+    original = params["original_max_position_embeddings"]
+    inv_freq = plain_inv_freq(geometry.theta, geometry.rotary_dim)
+    wavelength = 2 * math.pi / inv_freq
+    scaled = np.where(wavelength > original / low, inv_freq / factor, inv_freq)
+    smooth = (original / wavelength - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    in_band = (wavelength >= original / high) & (wavelength <= original / low)
+    return Frequencies(np.where(in_band, smoothed, scaled))
+
+
+def check(params: Params, geometry: Geometry) -> Iterator[tuple[str, str]]:
+    """``high_freq_factor`` must exceed ``low_freq_factor`` (else the band is empty or inverted)."""
+    if params["high_freq_factor"] <= params["low_freq_factor"]:
+        yield (
+            "high_freq_factor",
+            f"must be greater than low_freq_factor ({params['low_freq_factor']}), got {params['high_freq_factor']}",
+        )
+
+
+SCHEME = Scheme(
+    name="llama3",
+    doc="Llama-3.1 frequency-band interpolation: low frequencies / factor, high kept, a smooth band between.",
+    build=build,
+    check=check,
+    keys=(
+        Key("factor", "float", "Divisor of the low-frequency pairs (8 for Llama-3.1, 32 for 3.2).", required=True, ge=1),
+        Key("low_freq_factor", "float", "original_max / low_freq_factor is the long-wavelength edge.", required=True, gt=0),
+        Key("high_freq_factor", "float", "original_max / high_freq_factor is the short-wavelength edge.", required=True, gt=0),
+        Key(
+            "original_max_position_embeddings",
+            "int",
+            "Pre-training context length (8192 for Llama-3); falls back to the top-level key, then max_position_embeddings.",
+            required=True,
+            gt=0,
+            config_fallback="original_max_position_embeddings",
+            default_from_max_positions=True,
+        ),
+    ),
+)
+
+
+@hookimpl
+def ropekit_scheme() -> Scheme:
+    """Declare ``llama3``."""
+    return SCHEME

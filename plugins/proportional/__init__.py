@@ -1,0 +1,38 @@
+"""``proportional`` (Gemma-4 global layers): rotate the first ``partial_rotary_factor`` of the
+pairs with exponents over the whole ``head_dim``; the remaining pairs get ``inv_freq = 0``.
+
+This is not partial rotary: exponents are ``2i / head_dim`` (not ``2i / rotary_dim``) and the
+table always has ``head_dim / 2`` entries, so a forward rotates the whole head.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ropekit import Frequencies, Geometry, Key, Params, Scheme, hookimpl, plain_inv_freq
+
+__all__ = ["SCHEME", "ropekit_scheme"]
+
+
+def build(params: Params, geometry: Geometry, seq_len: int | None) -> Frequencies:
+    """transformers' ``_compute_proportional_rope_parameters`` in float64."""
+    half = geometry.head_dim // 2
+    rotated = int(geometry.partial_rotary_factor * geometry.head_dim // 2)
+    inv_freq = np.zeros(half, dtype=np.float64)
+    inv_freq[:rotated] = plain_inv_freq(geometry.theta, geometry.head_dim, rotated)
+    return Frequencies(inv_freq / params["factor"])
+
+
+SCHEME = Scheme(
+    name="proportional",
+    doc="Gemma-4 proportional RoPE: exponents over head_dim, pairs past partial_rotary_factor not rotated.",
+    build=build,
+    covers_head=True,
+    keys=(Key("factor", "float", "Divisor of every frequency (linear scaling).", default=1.0, gt=0),),
+)
+
+
+@hookimpl
+def ropekit_scheme() -> Scheme:
+    """Declare ``proportional``."""
+    return SCHEME
