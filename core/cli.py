@@ -136,7 +136,7 @@ def _cmd_list(args: argparse.Namespace) -> None:
         }
         if status.problem:
             row["problem"] = status.problem
-        if not args.no_import and status.state == "available":
+        if not args.no_import and status.state in ("available", "loaded"):
             try:
                 scheme = registry.scheme(status.rope_type)
             except PluginError as error:

@@ -12,7 +12,6 @@ import json
 import math
 import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -100,11 +99,12 @@ def read_config(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[Map
     """
     if isinstance(source, Mapping):
         return source, "<mapping>"
-    path = Path(source)
-    if path.is_dir():
-        path = path / "config.json"
+    path = os.fspath(source)
+    if os.path.isdir(path):
+        path = os.path.join(path, "config.json")
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
     except FileNotFoundError:
         raise ConfigSourceError("", f"{path}: no such file (give a config.json or a model directory)") from None
     except OSError as error:
@@ -115,7 +115,7 @@ def read_config(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[Map
         raise ConfigSourceError("", f"{path}: not valid JSON: {error}") from None
     if not isinstance(config, dict):
         raise ConfigSourceError("", f"{path}: expected a JSON object, got {type(config).__name__}")
-    return config, str(path)
+    return config, path
 
 
 def parse_config(config: Mapping[str, Any]) -> ParsedConfig:

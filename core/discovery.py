@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import sys
 import attrs
 
 __all__ = ["BLOCK_ENV", "ENTRY_POINT_GROUP", "PluginInfo", "blocked_from_env", "discover"]
@@ -27,8 +29,26 @@ class PluginInfo:
 def discover(group: str = ENTRY_POINT_GROUP) -> dict[str, tuple[PluginInfo, ...]]:
     """Every entry point of ``group``, grouped by rope_type (more than one means a conflict).
 
-    Reads installed metadata only; no plugin is imported.
+    Reads installed metadata only; no plugin is imported. When every ``sys.path`` entry is a
+    directory (the usual case) the ``*.dist-info`` / ``*.egg-info`` folders are read directly,
+    which keeps a cold ``ropekit`` process cheap; otherwise (zipped eggs, custom finders)
+    ``importlib.metadata`` does the reading. Both give the same answer (tested); as in
+    ``importlib.metadata``, a distribution name seen earlier on ``sys.path`` shadows later copies.
     """
+    if all(os.path.isdir(entry) or not os.path.exists(entry) for entry in sys.path if entry):
+        found = _scan_directories(group)
+    else:
+        found = _scan_importlib_metadata(group)
+    return {rope_type: tuple(claims) for rope_type, claims in sorted(found.items())}
+
+
+def _claim(found: dict[str, list[PluginInfo]], info: PluginInfo) -> None:
+    claims = found.setdefault(info.rope_type, [])
+    if all(claim.distribution != info.distribution for claim in claims):
+        claims.append(info)
+
+
+def _scan_importlib_metadata(group: str) -> dict[str, list[PluginInfo]]:
     from importlib.metadata import entry_points
 
     found: dict[str, list[PluginInfo]] = {}
@@ -36,11 +56,74 @@ def discover(group: str = ENTRY_POINT_GROUP) -> dict[str, tuple[PluginInfo, ...]
         dist = entry_point.dist
         name = dist.name if dist is not None else "<unknown distribution>"
         version = dist.version if dist is not None else "?"
-        info = PluginInfo(entry_point.name, entry_point.value, name, version)
-        claims = found.setdefault(entry_point.name, [])
-        if all(claim.distribution != name for claim in claims):
-            claims.append(info)
-    return {rope_type: tuple(claims) for rope_type, claims in sorted(found.items())}
+        _claim(found, PluginInfo(entry_point.name, entry_point.value, name, version))
+    return found
+
+
+def _scan_directories(group: str) -> dict[str, list[PluginInfo]]:
+    found: dict[str, list[PluginInfo]] = {}
+    seen: set[str] = set()
+    for entry in sys.path or ["."]:
+        try:
+            names = sorted(os.listdir(entry or "."))
+        except OSError:
+            continue
+        for folder in names:
+            if not folder.endswith((".dist-info", ".egg-info")):
+                continue
+            metadata_dir = os.path.join(entry or ".", folder)
+            key = _normalise(folder.rpartition(".")[0].split("-")[0])
+            if key in seen:
+                continue
+            seen.add(key)
+            targets = _group_entries(os.path.join(metadata_dir, "entry_points.txt"), group)
+            if targets:
+                name, version = _name_and_version(metadata_dir, folder)
+                for rope_type, target in targets:
+                    _claim(found, PluginInfo(rope_type, target, name, version))
+    return found
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _group_entries(path: str, group: str) -> list[tuple[str, str]]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        return []
+    entries: list[tuple[str, str]] = []
+    in_group = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            in_group = line[1:-1].strip() == group
+        elif in_group and "=" in line:
+            name, _, target = line.partition("=")
+            entries.append((name.strip(), target.strip()))
+    return entries
+
+
+def _name_and_version(metadata_dir: str, folder: str) -> tuple[str, str]:
+    fields: dict[str, str] = {}
+    for filename in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(metadata_dir, filename), encoding="utf-8") as handle:
+                for line in handle:
+                    if not line.strip():
+                        break  # end of the header block
+                    field, _, value = line.partition(":")
+                    if field in ("Name", "Version"):
+                        fields.setdefault(field, value.strip())
+        except OSError:
+            continue
+        break
+    stem = folder.rpartition(".")[0]
+    return fields.get("Name", stem.split("-")[0]), fields.get("Version", stem.partition("-")[2] or "?")
 
 
 def blocked_from_env(environ: dict[str, str] | None = None) -> frozenset[str]:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import threading
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
-import numpy.typing as npt
 import pluggy
 
 from . import hookspecs
@@ -28,6 +26,9 @@ from .errors import (
 )
 from .scheme import Frequencies, Geometry, Params, Scheme
 from .validation import LOADER_KEYS, check_value
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 __all__ = ["IN_PROCESS", "Registry", "SchemeStatus", "default_registry"]
 
@@ -176,6 +177,8 @@ class Registry:
         return ""
 
     def _unknown(self, rope_type: str, path: str) -> UnknownRopeTypeError:
+        import difflib
+
         names = self.names()
         close = difflib.get_close_matches(rope_type, names, n=3, cutoff=0.6)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
@@ -252,6 +255,8 @@ def _duplicate_text(claims: tuple[PluginInfo, ...]) -> str:
 
 
 def _missing_hook_text(plugin: object, info: PluginInfo) -> str:
+    import difflib
+
     marked = [
         name
         for name in dir(plugin)

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
-import numpy.typing as npt
 
 from .errors import RopeConfigError
 from .scheme import Frequencies
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 __all__ = ["ModelRope", "RopeTable"]
 

@@ -1,0 +1,86 @@
+"""Regenerate ``tests/golden/transformers.json`` from transformers (the reference implementation).
+
+    pip install -e ".[reference]"   # torch + transformers; CPU is enough
+    python scripts/generate_golden.py
+
+For every case in ``golden_cases.py`` it builds the transformers config and the model's own
+rotary-embedding module, runs it at each sequence length, and records ``inv_freq`` and the
+attention scaling per layer type. The tests compare ropekit against this file and never import
+torch or transformers.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+import transformers
+from transformers import AutoConfig
+from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+sys.path.insert(0, str(Path(__file__).parent))
+from golden_cases import CASES  # noqa: E402
+
+OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "transformers.json"
+
+
+def rotary_module(config: Any) -> Any:
+    """The text model's own rotary embedding module for ``config``."""
+    text = config.get_text_config()
+    module = importlib.import_module(
+        f"transformers.models.{model_type_to_module_name(text.model_type)}.modeling_"
+        f"{model_type_to_module_name(text.model_type)}"
+    )
+    names = [n for n in dir(module) if n.endswith("RotaryEmbedding") and "Vision" not in n]
+    preferred = [n for n in names if "Text" in n] or names
+    return getattr(module, preferred[0])(text)
+
+
+def evaluate(config_dict: dict[str, Any], seq_len: int | None) -> dict[str, Any]:
+    raw = copy.deepcopy(config_dict)
+    model_type = raw.pop("model_type")
+    config = AutoConfig.for_model(model_type, **raw)
+    rotary = rotary_module(config)
+    layer_types = sorted(rotary.rope_type) if isinstance(rotary.rope_type, dict) else [None]
+    layers = {}
+    for layer_type in layer_types:
+        if seq_len is not None:
+            x = torch.zeros(1, seq_len, 8)
+            position_ids = torch.arange(seq_len)[None]
+            kwargs = {"layer_type": layer_type} if layer_type is not None else {}
+            rotary(x, position_ids, **kwargs)
+        prefix = f"{layer_type}_" if layer_type is not None else ""
+        inv_freq = getattr(rotary, f"{prefix}inv_freq")
+        scaling = getattr(rotary, f"{prefix}attention_scaling")
+        layers[layer_type or "full_attention"] = {
+            "inv_freq": inv_freq.double().tolist(),
+            "attention_factor": float(scaling),
+        }
+    return layers
+
+
+def main() -> None:
+    torch.set_default_dtype(torch.float32)
+    cases = []
+    for name, config, seq_lens in CASES:
+        results = [{"seq_len": seq_len, "layers": evaluate(config, seq_len)} for seq_len in seq_lens]
+        cases.append({"name": name, "config": config, "results": results})
+        print(f"{name}: {', '.join(str(r['seq_len']) for r in results)}")
+    document = {
+        "generator": "scripts/generate_golden.py",
+        "transformers": transformers.__version__,
+        "torch": torch.__version__,
+        "tolerance": {"rtol": 2e-6},
+        "cases": cases,
+    }
+    OUT.write_text(json.dumps(document, indent=1) + "\n")
+    print(f"wrote {OUT} ({len(cases)} cases)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Shared fixtures: fake installed distributions, so host behaviour is tested through real
+entry-point discovery (importlib.metadata), exactly as third-party plugins are found."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ropekit import Registry
+
+MakeDist = Callable[..., Path]
+
+GOOD_PLUGIN = '''
+import numpy as np
+from ropekit import Frequencies, Key, Scheme, hookimpl, plain_inv_freq
+
+def build(params, geometry, seq_len):
+    return Frequencies(plain_inv_freq(geometry.theta, geometry.rotary_dim) / params["alpha"])
+
+@hookimpl
+def ropekit_scheme():
+    return Scheme(name=NAME, doc="test scheme", build=build,
+                  keys=(Key("alpha", "float", "divisor", required=True, gt=0),))
+'''
+
+
+@pytest.fixture
+def make_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MakeDist]:
+    """Install a fake distribution on ``sys.path``: ``make_dist(name, {rope_type: module}, {module: source})``."""
+    created: list[str] = []
+    root = tmp_path / "site"
+    root.mkdir()
+    monkeypatch.syspath_prepend(str(root))
+
+    def make(
+        name: str, entry_points: dict[str, str], modules: dict[str, str] | None = None, version: str = "1.0"
+    ) -> Path:
+        info = root / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        lines = "\n".join(f"{ep} = {target}" for ep, target in entry_points.items())
+        (info / "entry_points.txt").write_text(f"[ropekit.schemes]\n{lines}\n")
+        for module, source in (modules or {}).items():
+            (root / f"{module}.py").write_text(textwrap.dedent(source))
+            created.append(module)
+        importlib.invalidate_caches()
+        return info
+
+    yield make
+    for module in created:
+        sys.modules.pop(module, None)
+
+
+@pytest.fixture
+def registry() -> Registry:
+    """A fresh registry that ignores $ROPEKIT_BLOCK."""
+    return Registry(read_env=False)
+
+
+def plugin_source(name: str, body: str = GOOD_PLUGIN) -> str:
+    """Source of a plugin module whose scheme is called ``name``."""
+    return f"NAME = {name!r}\n" + textwrap.dedent(body)

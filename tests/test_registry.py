@@ -1,0 +1,180 @@
+"""The host's failure modes, through real entry-point discovery of fake distributions."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import ropekit
+from ropekit import Registry
+
+from .conftest import MakeDist, plugin_source
+
+CONFIG = {"head_dim": 64, "rope_theta": 10000.0, "rope_scaling": {"rope_type": "halve", "alpha": 2.0}}
+
+
+def test_third_party_plugin_is_discovered_and_served(make_dist: MakeDist, registry: Registry) -> None:
+    make_dist("ropekit-halve", {"halve": "halve_plugin"}, {"halve_plugin": plugin_source("halve")}, version="2.3")
+    table = ropekit.load(CONFIG, registry=registry).table
+    np.testing.assert_allclose(table.inv_freq, ropekit.plain_inv_freq(10000.0, 64) / 2, rtol=1e-15)
+    status = {s.rope_type: s for s in registry.status()}["halve"]
+    assert (status.distribution, status.version, status.state) == ("ropekit-halve", "2.3", "loaded")
+
+
+def test_discovery_does_not_import_plugins(make_dist: MakeDist, registry: Registry) -> None:
+    make_dist("ropekit-lazy", {"lazy": "lazy_plugin"}, {"lazy_plugin": plugin_source("lazy")})
+    assert "lazy" in registry.names()
+    assert {s.rope_type: s.state for s in registry.status()}["lazy"] == "available"
+    assert "lazy_plugin" not in sys.modules
+    ropekit.load({"head_dim": 64}, registry=registry)
+    assert "lazy_plugin" not in sys.modules
+
+
+def test_only_the_requested_plugin_is_imported(make_dist: MakeDist, registry: Registry) -> None:
+    make_dist("ropekit-halve", {"halve": "halve_plugin"}, {"halve_plugin": plugin_source("halve")})
+    make_dist("ropekit-other", {"other": "other_plugin"}, {"other_plugin": plugin_source("other")})
+    ropekit.load(CONFIG, registry=registry)
+    assert "halve_plugin" in sys.modules and "other_plugin" not in sys.modules
+
+
+def test_two_distributions_claiming_one_rope_type(make_dist: MakeDist, registry: Registry) -> None:
+    make_dist("ropekit-a", {"halve": "halve_a"}, {"halve_a": plugin_source("halve")})
+    make_dist("ropekit-b", {"halve": "halve_b"}, {"halve_b": plugin_source("halve")})
+    with pytest.raises(ropekit.DuplicateSchemeError) as caught:
+        ropekit.load(CONFIG, registry=registry)
+    assert "ropekit-a" in str(caught.value) and "ropekit-b" in str(caught.value)
+    assert ropekit.load({"head_dim": 64}, registry=registry).table.rope_type == "default"
+    assert {s.rope_type: s.state for s in registry.status()}["halve"] == "conflict"
+
+
+def test_plugin_failing_to_import_breaks_only_itself(make_dist: MakeDist, registry: Registry) -> None:
+    make_dist("ropekit-broken", {"halve": "broken_plugin"}, {"broken_plugin": "raise RuntimeError('boom')\n"})
+    with pytest.raises(ropekit.PluginLoadError, match=r"ropekit-broken.*RuntimeError: boom") as caught:
+        ropekit.load(CONFIG, registry=registry)
+    assert caught.value.distribution == "ropekit-broken"
+    with pytest.raises(ropekit.PluginLoadError):  # the failure is cached, not retried
+        registry.scheme("halve")
+    assert ropekit.load({"head_dim": 64}, registry=registry).table.rope_type == "default"
+    assert {s.rope_type: s.state for s in registry.status()}["halve"] == "broken"
+
+
+def test_missing_module(make_dist: MakeDist, registry: Registry) -> None:
+    make_dist("ropekit-ghost", {"halve": "no_such_module_anywhere"})
+    with pytest.raises(ropekit.PluginLoadError, match="ModuleNotFoundError"):
+        registry.scheme("halve")
+
+
+def test_scheme_name_must_match_entry_point(make_dist: MakeDist, registry: Registry) -> None:
+    make_dist("ropekit-liar", {"halve": "liar_plugin"}, {"liar_plugin": plugin_source("double")})
+    with pytest.raises(ropekit.SchemeMismatchError, match="returned a scheme named 'double'") as caught:
+        registry.scheme("halve")
+    assert caught.value.distribution == "ropekit-liar"
+
+
+def test_hook_name_typo_is_named(make_dist: MakeDist, registry: Registry) -> None:
+    source = plugin_source("halve").replace("def ropekit_scheme()", "def ropekit_schem()")
+    make_dist("ropekit-typo", {"halve": "typo_plugin"}, {"typo_plugin": source})
+    with pytest.raises(ropekit.PluginLoadError, match="did you mean 'ropekit_scheme' instead of 'ropekit_schem'"):
+        registry.scheme("halve")
+
+
+def test_hook_returning_wrong_type(make_dist: MakeDist, registry: Registry) -> None:
+    source = "from ropekit import hookimpl\n@hookimpl\ndef ropekit_scheme():\n    return {'name': 'halve'}\n"
+    make_dist("ropekit-dict", {"halve": "dict_plugin"}, {"dict_plugin": source})
+    with pytest.raises(ropekit.PluginLoadError, match="returned dict, expected ropekit.Scheme"):
+        registry.scheme("halve")
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ("return Frequencies(plain_inv_freq(geometry.theta, geometry.rotary_dim)[:-1])", "shape"),
+        ("return Frequencies(plain_inv_freq(geometry.theta, geometry.rotary_dim) * np.nan)", "non-finite"),
+        ("return Frequencies(-plain_inv_freq(geometry.theta, geometry.rotary_dim))", "non-positive"),
+        ("return Frequencies(plain_inv_freq(geometry.theta, geometry.rotary_dim).astype(np.float32))", "float64"),
+        ("return plain_inv_freq(geometry.theta, geometry.rotary_dim)", "expected ropekit.Frequencies"),
+        ("return Frequencies(plain_inv_freq(geometry.theta, geometry.rotary_dim), float('inf'))", "attention_factor"),
+        ("raise ZeroDivisionError('oops')", "builder raised ZeroDivisionError: oops"),
+    ],
+)
+def test_bad_builder_output_is_contained(make_dist: MakeDist, registry: Registry, body: str, problem: str) -> None:
+    source = plugin_source("halve").replace(
+        'return Frequencies(plain_inv_freq(geometry.theta, geometry.rotary_dim) / params["alpha"])', body
+    )
+    make_dist("ropekit-bad", {"halve": "bad_plugin"}, {"bad_plugin": source})
+    with pytest.raises(ropekit.InvalidTableError, match="ropekit-bad") as caught:
+        ropekit.load(CONFIG, registry=registry)
+    assert problem in str(caught.value)
+    assert ropekit.load({"head_dim": 64}, registry=registry).table.rope_type == "default"
+
+
+def test_malformed_declaration(make_dist: MakeDist, registry: Registry) -> None:
+    source = plugin_source("halve").replace('Key("alpha", "float", "divisor", required=True, gt=0)',
+                                            'Key("rope_theta", "float", "clash")')
+    make_dist("ropekit-decl", {"halve": "decl_plugin"}, {"decl_plugin": source})
+    with pytest.raises(ropekit.SchemeDeclarationError, match="read by the loader"):
+        registry.scheme("halve")
+
+
+def test_blocking_by_rope_type_distribution_and_env(
+    make_dist: MakeDist, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_dist("ropekit-halve", {"halve": "halve_plugin"}, {"halve_plugin": plugin_source("halve")})
+    for blocked in (Registry(block=["halve"], read_env=False), Registry(block=["ropekit-halve"], read_env=False)):
+        with pytest.raises(ropekit.PluginBlockedError, match="blocked"):
+            ropekit.load(CONFIG, registry=blocked)
+        assert {s.rope_type: s.state for s in blocked.status()}["halve"] == "blocked"
+    monkeypatch.setenv("ROPEKIT_BLOCK", "llama3, halve")
+    from_env = Registry()
+    with pytest.raises(ropekit.PluginBlockedError):
+        from_env.scheme("halve")
+    assert from_env.scheme("default").name == "default"
+
+
+def test_in_process_registration(registry: Registry) -> None:
+    class Plugin:
+        @ropekit.hookimpl
+        def ropekit_scheme(self) -> ropekit.Scheme:
+            return ropekit.Scheme(
+                name="quarter", doc="test", build=lambda p, g, s: ropekit.Frequencies(
+                    ropekit.plain_inv_freq(g.theta, g.rotary_dim) / 4))
+
+    registry.register(Plugin(), name="quarter")
+    table = ropekit.load({"head_dim": 8, "rope_scaling": {"rope_type": "quarter"}}, registry=registry).table
+    np.testing.assert_allclose(table.inv_freq, ropekit.plain_inv_freq(10000.0, 8) / 4, rtol=1e-15)
+
+
+def test_concurrent_first_loads_agree() -> None:
+    registry = Registry(read_env=False)
+    configs = [
+        {"head_dim": 64, "max_position_embeddings": 65536, "rope_scaling": {"rope_type": name, **extra}}
+        for name, extra in [
+            ("llama3", {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                        "original_max_position_embeddings": 8192}),
+            ("yarn", {"factor": 4.0, "original_max_position_embeddings": 16384}),
+            ("linear", {"factor": 2.0}),
+            ("dynamic", {"factor": 2.0}),
+        ]
+    ]
+    results: dict[int, list[float]] = {}
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(32)
+
+    def work(index: int) -> None:
+        try:
+            barrier.wait()
+            results[index] = ropekit.load(configs[index % 4], registry=registry).table.inv_freq.tolist()
+        except BaseException as error:  # noqa: BLE001 - collected and asserted below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(32)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    for index, values in results.items():
+        assert values == results[index % 4]
