@@ -169,7 +169,9 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
-    def config_command(name: str, help_text: str, handler: Callable[[argparse.Namespace], None]) -> argparse.ArgumentParser:
+    def config_command(
+        name: str, help_text: str, handler: Callable[[argparse.Namespace], None]
+    ) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
         sub.add_argument("config", metavar="CONFIG", help="a config.json, or a model directory holding one")
         sub.add_argument("--json", action="store_true", help="machine-readable output")

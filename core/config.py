@@ -176,8 +176,9 @@ def _is_nested(source: Mapping[str, Any]) -> bool:
 
 def _block(view: ConfigView, layer_type: str, path: str, block: Any) -> RopeBlock:
     if not isinstance(block, Mapping):
-        problem = "null: ropekit serves no NoPE layer types yet" if block is None else f"expected an object, got {block!r}"
-        raise RopeConfigError(path, problem)
+        if block is None:
+            raise RopeConfigError(path, "null: ropekit serves no NoPE layer types yet")
+        raise RopeConfigError(path, f"expected an object, got {block!r}")
     rope_type, rope_type_path = _rope_type(block, path)
     theta = _theta(view, layer_type, block, path)
     factor = _partial_rotary_factor(view, block, path)
@@ -185,7 +186,7 @@ def _block(view: ConfigView, layer_type: str, path: str, block: Any) -> RopeBloc
         head_dim=_head_dim(view, layer_type),
         theta=theta,
         partial_rotary_factor=factor,
-        max_position_embeddings=_positive_int(view, "max_position_embeddings", required=False),
+        max_position_embeddings=_positive_int(view, "max_position_embeddings"),
     )
     section = block.get("mrope_section")
     interleaved = block.get("mrope_interleaved", False)
@@ -251,12 +252,12 @@ def _partial_rotary_factor(view: ConfigView, block: Mapping[str, Any], path: str
 
 def _head_dim(view: ConfigView, layer_type: str) -> int:
     if layer_type == FLAT_LAYER_TYPE and view.get("global_head_dim") is not None:  # Gemma-4 global layers
-        return _positive_int(view, "global_head_dim")
+        return _required_int(view, "global_head_dim")
     for name in ("qk_rope_head_dim", "head_dim"):  # DeepSeek's rotary part first
         if view.get(name) is not None:
-            return _positive_int(view, name)
-    hidden = _positive_int(view, "hidden_size", required=False)
-    heads = _positive_int(view, "num_attention_heads", required=False)
+            return _required_int(view, name)
+    hidden = _positive_int(view, "hidden_size")
+    heads = _positive_int(view, "num_attention_heads")
     if hidden is None or heads is None:
         raise RopeConfigError(
             view.path("head_dim"), "missing: declare head_dim, or hidden_size and num_attention_heads"
@@ -264,11 +265,16 @@ def _head_dim(view: ConfigView, layer_type: str) -> int:
     return hidden // heads
 
 
-def _positive_int(view: ConfigView, name: str, *, required: bool = True) -> Any:
+def _required_int(view: ConfigView, name: str) -> int:
+    value = _positive_int(view, name)
+    if value is None:
+        raise RopeConfigError(view.path(name), "missing")
+    return value
+
+
+def _positive_int(view: ConfigView, name: str) -> int | None:
     value = view.get(name)
     if value is None:
-        if required:
-            raise RopeConfigError(view.path(name), "missing")
         return None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -299,7 +305,7 @@ def _mrope_section(value: object, path: str) -> tuple[int, ...] | None:
 
 def _layer_types(view: ConfigView, per_type: bool) -> tuple[str, ...]:
     declared = view.get("layer_types")
-    layers = _positive_int(view, "num_hidden_layers", required=False)
+    layers = _positive_int(view, "num_hidden_layers")
     if not per_type:
         return (FLAT_LAYER_TYPE,) * (layers or 0)
     if declared is None:

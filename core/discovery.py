@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+
 import attrs
 
 __all__ = ["BLOCK_ENV", "ENTRY_POINT_GROUP", "PluginInfo", "blocked_from_env", "discover"]

@@ -10,7 +10,7 @@ import numpy as np
 from .scheme import plain_inv_freq
 from .table import ModelRope, RopeTable
 
-__all__ = ["DEFAULT_POSITIONS", "ANGLE_THRESHOLD", "gap_report", "table_gap"]
+__all__ = ["ANGLE_THRESHOLD", "DEFAULT_POSITIONS", "gap_report", "table_gap"]
 
 DEFAULT_POSITIONS = (128, 1024, 2048, 8192, 32768, 131072)
 ANGLE_THRESHOLD = 0.1

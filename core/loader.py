@@ -77,7 +77,8 @@ def _check_dims(scheme: Scheme, block: RopeBlock) -> None:
     geometry = block.geometry
     if scheme.covers_head:
         if geometry.head_dim % 2:
-            raise RopeConfigError("head_dim", f"rope_type {scheme.name!r} needs an even head_dim, got {geometry.head_dim}")
+            problem = f"rope_type {scheme.name!r} needs an even head_dim, got {geometry.head_dim}"
+            raise RopeConfigError("head_dim", problem)
         return
     rotary = geometry.rotary_dim
     if rotary < 2 or rotary % 2:

@@ -24,7 +24,7 @@ from transformers import AutoConfig
 from transformers.models.auto.configuration_auto import model_type_to_module_name
 
 sys.path.insert(0, str(Path(__file__).parent))
-from golden_cases import CASES  # noqa: E402
+from golden_cases import CASES
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "transformers.json"
 

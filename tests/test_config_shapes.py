@@ -94,7 +94,7 @@ def test_longrope_switches_exactly_after_original_length() -> None:
 
 
 def test_text_config_is_read_with_its_path() -> None:
-    text = {"hidden_size": 2048, "num_attention_heads": 16, "rope_theta": 1000000.0,
+    text: dict[str, Any] = {"hidden_size": 2048, "num_attention_heads": 16, "rope_theta": 1000000.0,
             "rope_scaling": {"rope_type": "linear", "factor": -1.0}}
     with pytest.raises(ropekit.RopeConfigError) as caught:
         ropekit.load({"model_type": "some_vlm", "text_config": text, "vision_config": {"hidden_size": 1}})

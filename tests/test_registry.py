@@ -167,7 +167,7 @@ def test_concurrent_first_loads_agree() -> None:
         try:
             barrier.wait()
             results[index] = ropekit.load(configs[index % 4], registry=registry).table.inv_freq.tolist()
-        except BaseException as error:  # noqa: BLE001 - collected and asserted below
+        except BaseException as error:
             errors.append(error)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(32)]

@@ -23,8 +23,8 @@ def scaled_base(params: Params, geometry: Geometry, seq_len: int | None) -> floa
     length = max(seq_len or max_positions, max_positions)
     factor = params["factor"]
     dim = geometry.rotary_dim
-    growth: float = (factor * length / max_positions - (factor - 1)) ** (dim / (dim - 2))
-    return geometry.theta * growth
+    growth = float(factor * length / max_positions - (factor - 1)) ** (dim / (dim - 2))
+    return float(geometry.theta * growth)
 
 
 def build(params: Params, geometry: Geometry, seq_len: int | None) -> Frequencies:

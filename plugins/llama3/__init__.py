@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ropekit import Example, Frequencies, Geometry, Key, Params, Scheme, hookimpl, plain_inv_freq
+from ropekit import Frequencies, Geometry, Key, Params, Scheme, hookimpl, plain_inv_freq
 
 __all__ = ["SCHEME", "ropekit_scheme"]
 
@@ -46,13 +46,13 @@ SCHEME = Scheme(
     build=build,
     check=check,
     keys=(
-        Key("factor", "float", "Divisor of the low-frequency pairs (8 for Llama-3.1, 32 for 3.2).", required=True, ge=1),
-        Key("low_freq_factor", "float", "original_max / low_freq_factor is the long-wavelength edge.", required=True, gt=0),
-        Key("high_freq_factor", "float", "original_max / high_freq_factor is the short-wavelength edge.", required=True, gt=0),
+        Key("factor", "float", "Divisor of the low-frequency pairs (8: Llama-3.1, 32: 3.2).", required=True, ge=1),
+        Key("low_freq_factor", "float", "original_max / this: long-wavelength edge.", required=True, gt=0),
+        Key("high_freq_factor", "float", "original_max / this: short-wavelength edge.", required=True, gt=0),
         Key(
             "original_max_position_embeddings",
             "int",
-            "Pre-training context length (8192 for Llama-3); falls back to the top-level key, then max_position_embeddings.",
+            "Pre-training context length (8192 for Llama-3); else the top-level key, else max_position_embeddings.",
             required=True,
             gt=0,
             config_fallback="original_max_position_embeddings",

@@ -27,7 +27,7 @@ def _mscale(scale: float, weight: float = 1.0) -> float:
 def _factor(params: Params, geometry: Geometry) -> float:
     if params["factor"] is not None:
         return float(params["factor"])
-    return (geometry.max_position_embeddings or 0) / params["original_max_position_embeddings"]
+    return (geometry.max_position_embeddings or 0) / float(params["original_max_position_embeddings"])
 
 
 def attention_factor(params: Params, geometry: Geometry) -> float:
@@ -90,7 +90,8 @@ SCHEME = Scheme(
             config_fallback="original_max_position_embeddings",
             default_from_max_positions=True,
         ),
-        Key("beta_fast", "float", "Pairs rotating more often than this over the original context are kept.", default=32.0, gt=0),
+        Key("beta_fast", "float", "Pairs rotating more often than this over the original length are kept.",
+            default=32.0, gt=0),
         Key("beta_slow", "float", "Pairs rotating less often than this are fully interpolated.", default=1.0, gt=0),
         Key("truncate", "bool", "Round the ramp's edges to whole pairs (floor/ceil).", default=True),
         Key("attention_factor", "float", "Explicit cos/sin multiplier; wins over the mscale rule.", gt=0),
