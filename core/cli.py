@@ -1,8 +1,8 @@
 """The ``ropekit`` command line (also ``python -m ropekit``).
 
-Exit status: 0 success; 2 invalid input (bad config, unknown rope_type, bad arguments), with one
-line on stderr naming the key or type; 3 an installed plugin is at fault (the line names its
-distribution). No traceback is printed for either.
+Exit status: 0 success; 1 ``check-plugin`` found failing checks; 2 invalid input (bad config,
+unknown rope_type, bad arguments), with one line on stderr naming the key or type; 3 an installed
+plugin is at fault (the line names its distribution). No traceback is printed for either.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from .errors import PluginError, RopeConfigError, RopekitError
 
 __all__ = ["main"]
 
+EXIT_CHECKS_FAILED = 1
 EXIT_INPUT = 2
 EXIT_PLUGIN = 3
 
@@ -160,11 +161,37 @@ def _cmd_list(args: argparse.Namespace) -> None:
                 print(f"      {key.describe()}")
 
 
+def _cmd_check_plugin(args: argparse.Namespace) -> int:
+    from .registry import default_registry
+    from .testing import run_checks
+
+    registry = default_registry()
+    claims = registry.claims().get(args.name)
+    if not claims:
+        registry.scheme(args.name, path="NAME")  # raises UnknownRopeTypeError with suggestions
+        raise AssertionError("unreachable")  # pragma: no cover
+    results = run_checks(args.name, registry=registry)
+    passed = all(result.passed for result in results)
+    owner = claims[0]
+    if args.json:
+        _print_json({"rope_type": args.name, "distribution": ", ".join(c.distribution for c in claims),
+                     "version": owner.version, "passed": passed, "checks": [r.to_json() for r in results]})
+    else:
+        print(f"{args.name}  ({owner.distribution} {owner.version}, {owner.target})")
+        for result in results:
+            print(f"  {'PASS' if result.passed else 'FAIL'}  {result.check}")
+            if not result.passed:
+                print(f"        {result.message}")
+        print(f"{sum(r.passed for r in results)} passed, {sum(not r.passed for r in results)} failed")
+    return 0 if passed else EXIT_CHECKS_FAILED
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ropekit",
         description="The RoPE tables a model's config.json declares, from the plugin registered for its rope_type.",
-        epilog="Exit status: 0 ok, 2 invalid input (the message names the key), 3 a plugin is at fault.",
+        epilog="Exit status: 0 ok, 1 check-plugin found failures, 2 invalid input (the message names the key), "
+        "3 a plugin is at fault.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
@@ -194,6 +221,16 @@ def _build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--no-import", action="store_true",
                          help="read entry-point metadata only; do not import plugins (no keys shown)")
     listing.set_defaults(handler=_cmd_list)
+
+    check = commands.add_parser(
+        "check-plugin",
+        help="Run the plugin conformance suite on one rope_type.",
+        description="Run the plugin conformance suite (ropekit.testing) on one installed rope_type. "
+        "Exit 0 if every check passes, 1 if any fails.",
+    )
+    check.add_argument("name", metavar="NAME", help="the rope_type (entry-point name) to check")
+    check.add_argument("--json", action="store_true", help="machine-readable output")
+    check.set_defaults(handler=_cmd_check_plugin)
     return parser
 
 
@@ -207,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     args = _build_parser().parse_args(argv)
     try:
-        args.handler(args)
+        status = args.handler(args)
     except RopeConfigError as error:
         print(f"ropekit: error: {error}", file=sys.stderr)
         return EXIT_INPUT
@@ -219,4 +256,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INPUT
     except BrokenPipeError:
         return 0
-    return 0
+    return int(status or 0)

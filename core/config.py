@@ -251,6 +251,14 @@ def _partial_rotary_factor(view: ConfigView, block: Mapping[str, Any], path: str
 
 
 def _head_dim(view: ConfigView, layer_type: str) -> int:
+    head_dim = _raw_head_dim(view, layer_type)
+    if head_dim > MAX_HEAD_DIM:
+        problem = f"head dim {head_dim} exceeds {MAX_HEAD_DIM}; is the config right?"
+        raise RopeConfigError(view.path("head_dim"), problem)
+    return head_dim
+
+
+def _raw_head_dim(view: ConfigView, layer_type: str) -> int:
     if layer_type == FLAT_LAYER_TYPE and view.get("global_head_dim") is not None:  # Gemma-4 global layers
         return _required_int(view, "global_head_dim")
     for name in ("qk_rope_head_dim", "head_dim"):  # DeepSeek's rotary part first
@@ -263,6 +271,10 @@ def _head_dim(view: ConfigView, layer_type: str) -> int:
             view.path("head_dim"), "missing: declare head_dim, or hidden_size and num_attention_heads"
         )
     return hidden // heads
+
+
+MAX_HEAD_DIM = 1 << 16
+"""Larger head dims are refused as config errors (they would only allocate absurd tables)."""
 
 
 def _required_int(view: ConfigView, name: str) -> int:

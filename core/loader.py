@@ -69,6 +69,8 @@ def _table(block: RopeBlock, view: ConfigView, registry: Registry, *, strict: bo
         seq_len_rule=scheme.seq_len_rule,
         mrope_section=block.mrope_section,
         mrope_interleaved=block.mrope_interleaved,
+        switch_at=scheme.switch_at(frozen_params, geometry) if scheme.switch_at is not None else None,
+        geometry=geometry,
         rebuild=partial(registry.build, scheme, frozen_params, geometry),
     )
 

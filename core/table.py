@@ -9,7 +9,7 @@ import attrs
 import numpy as np
 
 from .errors import RopeConfigError
-from .scheme import Frequencies
+from .scheme import Frequencies, Geometry
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -24,7 +24,9 @@ class RopeTable:
     ``inv_freq`` is read-only float64, ``len(inv_freq) == rotary_dim // 2``, in transformers' order;
     the forward multiplies cos and sin by ``attention_factor``. ``params`` are the normalised
     parameters (defaults filled in). For a ``seq_len_dependent`` scheme this is the table at load
-    time (no sequence length); :meth:`at` gives the table for a sequence of ``seq_len`` positions.
+    time (no sequence length); :meth:`at` gives the table for a sequence of ``seq_len`` positions,
+    and ``switch_at`` is the length up to which the load-time table holds (a forward that crosses
+    it must rebuild its cos/sin cache). ``geometry`` is what the builder was given.
     """
 
     layer_type: str
@@ -39,6 +41,8 @@ class RopeTable:
     seq_len_rule: str = ""
     mrope_section: tuple[int, ...] | None = None
     mrope_interleaved: bool = False
+    switch_at: int | None = None
+    geometry: Geometry | None = attrs.field(default=None, repr=False)
     _rebuild: Callable[[int | None], Frequencies] | None = attrs.field(default=None, repr=False, alias="rebuild")
 
     def at(self, seq_len: int) -> RopeTable:
@@ -72,6 +76,7 @@ class RopeTable:
             record["seq_len"] = self.seq_len
         if self.seq_len_dependent:
             record["seq_len_rule"] = self.seq_len_rule
+            record["switch_at"] = self.switch_at
         if self.mrope_section is not None:
             record["mrope_section"] = list(self.mrope_section)
             record["mrope_interleaved"] = self.mrope_interleaved

@@ -6,7 +6,9 @@ Also serves the alias ``mrope``, which Qwen2-VL configs declare for plain RoPE s
 
 from __future__ import annotations
 
-from ropekit import Example, Frequencies, Geometry, Params, Scheme, hookimpl, plain_inv_freq
+from ropekit import Frequencies, Geometry, Params, Scheme, hookimpl, plain_inv_freq
+
+from .examples import EXAMPLES
 
 __all__ = ["SCHEME", "ropekit_scheme"]
 
@@ -21,13 +23,7 @@ SCHEME = Scheme(
     doc="Plain RoPE (Su et al.): theta ** (-2i / rotary_dim); rotary_dim = head_dim * partial_rotary_factor.",
     build=build,
     aliases=("mrope",),
-    examples=(
-        Example(
-            "tiny-partial",
-            {"head_dim": 16, "partial_rotary_factor": 0.5, "rope_theta": 10000.0},
-            (1.0, 0.1, 0.01, 0.001),
-        ),
-    ),
+    examples=EXAMPLES,
 )
 
 

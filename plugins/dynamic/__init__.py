@@ -13,6 +13,8 @@ from collections.abc import Iterator
 
 from ropekit import Frequencies, Geometry, Key, Params, Scheme, hookimpl, plain_inv_freq
 
+from .examples import EXAMPLES
+
 __all__ = ["SCHEME", "ropekit_scheme"]
 
 
@@ -47,6 +49,7 @@ def switch_at(params: Params, geometry: Geometry) -> int:
 
 SCHEME = Scheme(
     name="dynamic",
+    examples=EXAMPLES,
     doc="Dynamic NTK scaling: the base grows with seq_len once it exceeds max_position_embeddings.",
     build=build,
     check=check,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ropekit import Example, Frequencies, Geometry, Key, Params, Scheme, hookimpl, plain_inv_freq
+from ropekit import Frequencies, Geometry, Key, Params, Scheme, hookimpl, plain_inv_freq
+
+from .examples import EXAMPLES
 
 __all__ = ["SCHEME", "ropekit_scheme"]
 
@@ -17,13 +19,7 @@ SCHEME = Scheme(
     doc="Linear position interpolation (kaiokendev): plain RoPE / factor.",
     build=build,
     keys=(Key("factor", "float", "Positions are divided by this.", required=True, gt=0),),
-    examples=(
-        Example(
-            "tiny",
-            {"head_dim": 4, "rope_theta": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 4.0}},
-            (0.25, 0.0025),
-        ),
-    ),
+    examples=EXAMPLES,
 )
 
 

@@ -14,6 +14,8 @@ import numpy as np
 
 from ropekit import Frequencies, Geometry, Key, Params, Scheme, hookimpl, plain_inv_freq
 
+from .examples import EXAMPLES
+
 __all__ = ["SCHEME", "ropekit_scheme"]
 
 
@@ -42,6 +44,7 @@ def check(params: Params, geometry: Geometry) -> Iterator[tuple[str, str]]:
 
 SCHEME = Scheme(
     name="llama3",
+    examples=EXAMPLES,
     doc="Llama-3.1 frequency-band interpolation: low frequencies / factor, high kept, a smooth band between.",
     build=build,
     check=check,

@@ -12,6 +12,8 @@ import math
 
 from ropekit import Frequencies, Geometry, Key, Params, Scheme, hookimpl, plain_inv_freq
 
+from .examples import EXAMPLES
+
 __all__ = ["SCHEME", "ropekit_scheme"]
 
 
@@ -43,6 +45,7 @@ def switch_at(params: Params, geometry: Geometry) -> int:
 
 SCHEME = Scheme(
     name="longrope",
+    examples=EXAMPLES,
     doc="LongRoPE (Phi-3): plain RoPE divided per pair by short_factor or long_factor, chosen by seq_len.",
     build=build,
     aliases=("su",),

@@ -11,6 +11,8 @@ import numpy as np
 
 from ropekit import Frequencies, Geometry, Key, Params, Scheme, hookimpl, plain_inv_freq
 
+from .examples import EXAMPLES
+
 __all__ = ["SCHEME", "ropekit_scheme"]
 
 
@@ -25,6 +27,7 @@ def build(params: Params, geometry: Geometry, seq_len: int | None) -> Frequencie
 
 SCHEME = Scheme(
     name="proportional",
+    examples=EXAMPLES,
     doc="Gemma-4 proportional RoPE: exponents over head_dim, pairs past partial_rotary_factor not rotated.",
     build=build,
     covers_head=True,

@@ -17,6 +17,8 @@ import numpy as np
 
 from ropekit import Frequencies, Geometry, Key, Params, Scheme, hookimpl, plain_inv_freq
 
+from .examples import EXAMPLES
+
 __all__ = ["SCHEME", "attention_factor", "ropekit_scheme"]
 
 
@@ -76,6 +78,7 @@ def check(params: Params, geometry: Geometry) -> Iterator[tuple[str, str]]:
 
 SCHEME = Scheme(
     name="yarn",
+    examples=EXAMPLES,
     doc="YaRN: NTK-by-parts interpolation between beta_fast and beta_slow, with an attention factor.",
     build=build,
     check=check,

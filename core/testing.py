@@ -1,0 +1,383 @@
+"""Conformance checks for rope_type plugins, usable from any project's CI.
+
+Plain functions, one per contract clause; each raises ``AssertionError`` naming the rope_type
+and the check (``[ntk_alpha] examples: ...``)::
+
+    from ropekit.testing import run_checks
+    for result in run_checks("ntk_alpha"):
+        print(result.check, result.passed, result.message)
+
+For pytest (opt-in; nothing auto-loads into other test sessions), one line in a test module
+parametrizes every check per rope_type with ids ``<rope_type>-<check>``::
+
+    from ropekit.testing import conformance_suite
+    test_conformance = conformance_suite("ntk_alpha", expected_failures={"seq_len_thresholds": "why"})
+
+The same checks run from the shell: ``ropekit check-plugin NAME [--json]``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from .config import parse_config
+from .errors import PluginError, RopeConfigError, RopekitError
+from .loader import load
+from .registry import Registry, default_registry
+from .scheme import Example, Scheme
+from .table import RopeTable
+
+__all__ = [
+    "CHECKS",
+    "CheckResult",
+    "check_declaration",
+    "check_entry_point",
+    "check_examples",
+    "check_no_mutation",
+    "check_rejects_bad_input",
+    "check_seq_len_thresholds",
+    "check_table_properties",
+    "conformance_suite",
+    "installed_rope_types",
+    "run_checks",
+]
+
+RTOL = 2e-6
+"""Examples are compared at this relative tolerance (float32 references against float64 tables)."""
+
+UNKNOWN_KEY = "ropekit_conformance_unknown_key"
+
+
+@attrs.frozen
+class CheckResult:
+    """The outcome of one check on one rope_type."""
+
+    rope_type: str
+    check: str
+    passed: bool
+    message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready form (``ropekit check-plugin --json``)."""
+        return {"check": self.check, "passed": self.passed, "message": self.message}
+
+
+def _fail(rope_type: str, check: str, problem: str) -> AssertionError:
+    return AssertionError(f"[{rope_type}] {check}: {problem}")
+
+
+def _scheme(rope_type: str, check: str, registry: Registry) -> Scheme:
+    try:
+        return registry.scheme(rope_type)
+    except RopekitError as error:
+        raise _fail(rope_type, check, f"the plugin does not load: {error}") from error
+
+
+def _table(example: Example, registry: Registry, rope_type: str, check: str) -> RopeTable:
+    try:
+        model = load(example.config, registry=registry)
+        table = model[example.layer_type]
+        return table.at(example.seq_len) if example.seq_len is not None else table
+    except (RopekitError, KeyError) as error:
+        raise _fail(rope_type, check, f"example {example.name!r} does not load: {error}") from error
+
+
+def installed_rope_types(registry: Registry | None = None) -> tuple[str, ...]:
+    """Every rope_type registered in the entry-point group (aliases included)."""
+    return (registry or default_registry()).names()
+
+
+def check_entry_point(rope_type: str, *, registry: Registry | None = None) -> None:
+    """The entry point exists, is unique, imports, returns a Scheme of that name, and every
+    declared alias is registered too (otherwise configs using the alias cannot find it)."""
+    registry = registry or default_registry()
+    check = "entry_point"
+    claims = registry.claims().get(rope_type)
+    if not claims:
+        raise _fail(rope_type, check, "no entry point of that name in the 'ropekit.schemes' group")
+    if len(claims) > 1:
+        owners = ", ".join(claim.distribution for claim in claims)
+        raise _fail(rope_type, check, f"claimed by {len(claims)} distributions: {owners}")
+    scheme = _scheme(rope_type, check, registry)
+    names = registry.names()
+    missing = [alias for alias in scheme.aliases if alias not in names]
+    if missing:
+        raise _fail(rope_type, check, f"aliases {missing} are declared but not registered as entry points")
+
+
+def check_declaration(rope_type: str, *, registry: Registry | None = None) -> None:
+    """Doc strings present, key names are identifiers with docs and coherent ranges, at least one
+    example, and seq-len-dependent schemes state their rule and switch point."""
+    registry = registry or default_registry()
+    check = "declaration"
+    scheme = _scheme(rope_type, check, registry)
+    problems = []
+    if not scheme.doc.strip():
+        problems.append("the scheme has no doc")
+    for key in scheme.keys:
+        if not key.name.isidentifier():
+            problems.append(f"key {key.name!r} is not an identifier")
+        if not key.doc.strip():
+            problems.append(f"key {key.name!r} has no doc")
+        if key.per_pair and not key.kind.endswith("_list"):
+            problems.append(f"key {key.name!r} is per_pair but of kind {key.kind}")
+        lower = [b for b in (key.gt, key.ge) if b is not None]
+        upper = [b for b in (key.lt, key.le) if b is not None]
+        if lower and upper and max(lower) > min(upper):
+            problems.append(f"key {key.name!r} has an empty range ({key.range_text()})")
+    if not scheme.examples:
+        problems.append("the scheme declares no examples (the suite needs one config with expected values)")
+    if scheme.seq_len_dependent and not scheme.seq_len_rule.strip():
+        problems.append("seq_len_dependent but seq_len_rule is empty")
+    if not scheme.seq_len_dependent and scheme.switch_at is not None:
+        problems.append("switch_at is declared but seq_len_dependent is false")
+    if problems:
+        raise _fail(rope_type, check, "; ".join(problems))
+
+
+def check_examples(rope_type: str, *, registry: Registry | None = None) -> None:
+    """Every declared example loads through ``ropekit.load`` and yields its declared values."""
+    registry = registry or default_registry()
+    check = "examples"
+    scheme = _scheme(rope_type, check, registry)
+    for example in scheme.examples:
+        table = _table(example, registry, rope_type, check)
+        if table.rope_type != scheme.name:
+            raise _fail(rope_type, check, f"example {example.name!r} is served by {table.rope_type!r}")
+        want = np.asarray(example.inv_freq, dtype=np.float64)
+        if table.inv_freq.shape != want.shape:
+            problem = f"example {example.name!r}: {len(table.inv_freq)} pairs, declared {len(want)}"
+            raise _fail(rope_type, check, problem)
+        if not np.allclose(table.inv_freq, want, rtol=RTOL, atol=0.0):
+            worst = int(np.argmax(np.abs(table.inv_freq - want) / np.maximum(np.abs(want), 1e-300)))
+            raise _fail(rope_type, check, f"example {example.name!r}: inv_freq[{worst}] = "
+                        f"{float(table.inv_freq[worst])!r}, declared {float(want[worst])!r}")
+        if not math.isclose(table.attention_factor, example.attention_factor, rel_tol=RTOL):
+            raise _fail(rope_type, check, f"example {example.name!r}: attention_factor "
+                        f"{table.attention_factor!r}, declared {example.attention_factor!r}")
+
+
+def _table_problems(table: RopeTable, scheme: Scheme) -> Iterator[str]:
+    freq = table.inv_freq
+    if not isinstance(freq, np.ndarray) or freq.dtype != np.float64:
+        yield f"inv_freq is not float64 ({getattr(freq, 'dtype', type(freq))})"
+        return
+    if table.geometry is not None and freq.shape != (scheme.table_length(table.geometry),):
+        yield f"inv_freq has shape {freq.shape}, expected ({scheme.table_length(table.geometry)},)"
+    if not np.all(np.isfinite(freq)):
+        yield "inv_freq has non-finite values"
+    if np.any(freq < 0) or (not scheme.covers_head and np.any(freq == 0)):
+        yield "inv_freq has negative (or, for a non-covers_head scheme, zero) values"
+    if freq.flags.writeable:
+        yield "inv_freq is writeable"
+    if not (math.isfinite(table.attention_factor) and table.attention_factor > 0):
+        yield f"attention_factor {table.attention_factor!r} is not finite and positive"
+
+
+def check_table_properties(rope_type: str, *, registry: Registry | None = None) -> None:
+    """Tables are float64, the right length, finite, non-negative, read-only and deterministic
+    (two loads, and two builds, agree bit for bit)."""
+    registry = registry or default_registry()
+    check = "table_properties"
+    scheme = _scheme(rope_type, check, registry)
+    for example in scheme.examples:
+        first = _table(example, registry, rope_type, check)
+        problems = list(_table_problems(first, scheme))
+        second = _table(example, registry, rope_type, check)
+        if not np.array_equal(first.inv_freq, second.inv_freq) or first.attention_factor != second.attention_factor:
+            problems.append("two loads of the same config differ")
+        if problems:
+            raise _fail(rope_type, check, f"example {example.name!r}: " + "; ".join(problems))
+
+
+def check_no_mutation(rope_type: str, *, registry: Registry | None = None) -> None:
+    """Loading (and asking for a seq-len table) never changes the caller's config."""
+    registry = registry or default_registry()
+    check = "no_mutation"
+    scheme = _scheme(rope_type, check, registry)
+    for example in scheme.examples:
+        config = copy.deepcopy(dict(example.config))
+        before = copy.deepcopy(config)
+        try:
+            model = load(config, registry=registry)
+            model.at(example.seq_len or 1)
+        except RopekitError as error:
+            raise _fail(rope_type, check, f"example {example.name!r} does not load: {error}") from error
+        if config != before:
+            raise _fail(rope_type, check, f"loading example {example.name!r} mutated the caller's config")
+
+
+def _block_location(config: Mapping[str, Any], layer_type: str) -> list[str] | None:
+    for block in parse_config(config).blocks:
+        if block.layer_type == layer_type and block.path:
+            return block.path.split(".")
+    return None
+
+
+def _with_block_change(
+    config: Mapping[str, Any], where: list[str], rope_type: str, key: str, value: Any
+) -> dict[str, Any]:
+    changed = copy.deepcopy(dict(config))
+    target: Any = changed
+    for part in where:
+        if target.get(part) is None:
+            target[part] = {}
+        target = target[part]
+    if "rope_type" not in target and "type" not in target:
+        target["rope_type"] = rope_type  # an empty block means default; name the scheme under test
+    if value is _DROP:
+        target.pop(key, None)
+    else:
+        target[key] = value
+    return changed
+
+
+_DROP = object()
+
+
+def _bad_values(kind: str) -> list[tuple[str, Any]]:
+    if kind == "bool":
+        return [("a wrong type", "yes"), ("a number", 1)]
+    if kind == "float":
+        return [("a wrong type", "1.0"), ("a bool", True), ("NaN", float("nan")), ("infinity", float("inf"))]
+    if kind == "int":
+        return [("a wrong type", "8"), ("a bool", True), ("a fraction", 0.5)]
+    if kind == "float_list":
+        return [("a wrong type", "1.0"), ("a list holding NaN", [float("nan")])]
+    return [("a wrong type", "1"), ("a list holding a string", ["1"])]
+
+
+def check_rejects_bad_input(rope_type: str, *, registry: Registry | None = None) -> None:
+    """Dropping each required key, adding an unknown key, a wrong type, a bool for a number and
+    NaN each raise RopeConfigError whose path names the key."""
+    registry = registry or default_registry()
+    check = "rejects_bad_input"
+    scheme = _scheme(rope_type, check, registry)
+    example = next(iter(scheme.examples), None)
+    if example is None:
+        raise _fail(rope_type, check, "no example to derive bad inputs from")
+    where = _block_location(example.config, example.layer_type)
+    if where is None:
+        raise _fail(rope_type, check, f"example {example.name!r} has no rope block for {example.layer_type!r}")
+    cases: list[tuple[str, str, Any]] = [(UNKNOWN_KEY, "an unknown key", 1.0)]
+    for key in scheme.keys:
+        if key.required and key.config_fallback is None and not key.default_from_max_positions:
+            cases.append((key.name, "the required key dropped", _DROP))
+        cases.extend((key.name, what, value) for what, value in _bad_values(key.kind))
+    for name, what, value in cases:
+        config = _with_block_change(example.config, where, rope_type, name, value)
+        try:
+            load(config, registry=registry)
+        except RopeConfigError as error:
+            if name not in error.path:
+                raise _fail(rope_type, check, f"{what} ({name}) raised an error naming {error.path!r}, "
+                            f"not the key: {error}") from error
+            continue
+        except Exception as error:
+            raise _fail(rope_type, check, f"{what} ({name}) raised {type(error).__name__}, "
+                        f"not RopeConfigError: {error}") from error
+        raise _fail(rope_type, check, f"{what} ({name}={value!r}) was accepted")
+
+
+def check_seq_len_thresholds(rope_type: str, *, registry: Registry | None = None) -> None:
+    """Up to ``switch_at`` the table is the load-time table; past it, tables are valid and
+    deterministic. Schemes independent of seq_len give the same table at every length."""
+    registry = registry or default_registry()
+    check = "seq_len_thresholds"
+    scheme = _scheme(rope_type, check, registry)
+    for example in scheme.examples:
+        if example.seq_len is not None:
+            continue
+        table = _table(example, registry, rope_type, check)
+        if not scheme.seq_len_dependent:
+            for length in (1, 4096, 1 << 20):
+                if not np.array_equal(table.at(length).inv_freq, table.inv_freq):
+                    raise _fail(rope_type, check, f"not seq_len_dependent, yet the table at {length} differs")
+            continue
+        threshold = table.switch_at
+        if threshold is None or threshold < 1:
+            raise _fail(rope_type, check, f"switch_at is {threshold!r} for example {example.name!r}")
+        for length in sorted({1, max(threshold // 2, 1), threshold}):
+            if not np.array_equal(table.at(length).inv_freq, table.inv_freq):
+                raise _fail(rope_type, check, f"the table at seq_len {length} <= switch_at {threshold} "
+                            "differs from the load-time table")
+        for length in (threshold + 1, 2 * threshold):
+            try:
+                beyond, again = table.at(length), table.at(length)
+            except RopekitError as error:
+                raise _fail(rope_type, check, f"the table at seq_len {length} fails: {error}") from error
+            problems = list(_table_problems(beyond, scheme))
+            if not np.array_equal(beyond.inv_freq, again.inv_freq):
+                problems.append("not deterministic")
+            if problems:
+                raise _fail(rope_type, check, f"at seq_len {length}: " + "; ".join(problems))
+
+
+CheckFunction = Callable[..., None]
+
+_CHECK_FUNCTIONS: dict[str, CheckFunction] = {
+    "entry_point": check_entry_point,
+    "declaration": check_declaration,
+    "examples": check_examples,
+    "table_properties": check_table_properties,
+    "no_mutation": check_no_mutation,
+    "rejects_bad_input": check_rejects_bad_input,
+    "seq_len_thresholds": check_seq_len_thresholds,
+}
+CHECKS: tuple[str, ...] = tuple(_CHECK_FUNCTIONS)
+"""The check names, in the order they run."""
+
+
+def run_checks(
+    rope_type: str, *, registry: Registry | None = None, checks: Sequence[str] = CHECKS
+) -> list[CheckResult]:
+    """Run ``checks`` on ``rope_type``; every check runs even when an earlier one fails."""
+    results = []
+    for name in checks:
+        try:
+            _CHECK_FUNCTIONS[name](rope_type, registry=registry)
+        except AssertionError as failure:
+            results.append(CheckResult(rope_type, name, False, str(failure)))
+        except PluginError as error:  # a plugin fault surfacing past a check's own handling
+            results.append(CheckResult(rope_type, name, False, f"[{rope_type}] {name}: {error}"))
+        else:
+            results.append(CheckResult(rope_type, name, True))
+    return results
+
+
+def conformance_suite(
+    *rope_types: str,
+    expected_failures: Mapping[str, str] | None = None,
+    registry: Registry | None = None,
+) -> Callable[..., None]:
+    """A pytest test function running every check for each rope_type (default: all installed).
+
+    Assign it in a test module: ``test_conformance = conformance_suite("my_type")``. Test ids are
+    ``<rope_type>-<check>``. ``expected_failures`` maps ``"<rope_type>-<check>"`` or ``"<check>"``
+    to a reason; those become strict xfails (they must fail, with an AssertionError).
+    """
+    import pytest
+
+    names = rope_types or installed_rope_types(registry)
+    reasons = dict(expected_failures or {})
+    unknown = [k for k in reasons if k not in CHECKS and k.rpartition("-")[2] not in CHECKS]
+    if unknown:
+        raise ValueError(f"expected_failures names unknown checks {unknown}; checks are {list(CHECKS)}")
+    params = []
+    for name in names:
+        for check in CHECKS:
+            reason = reasons.get(f"{name}-{check}") or reasons.get(check)
+            marks = [pytest.mark.xfail(reason=reason, strict=True, raises=AssertionError)] if reason else []
+            params.append(pytest.param(name, check, id=f"{name}-{check}", marks=marks))
+
+    @pytest.mark.parametrize(("rope_type", "check"), params)
+    def test_conformance(rope_type: str, check: str) -> None:
+        _CHECK_FUNCTIONS[check](rope_type, registry=registry)
+
+    return test_conformance
