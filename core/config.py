@@ -275,6 +275,8 @@ def _raw_head_dim(view: ConfigView, layer_type: str) -> int:
 
 MAX_HEAD_DIM = 1 << 16
 """Larger head dims are refused as config errors (they would only allocate absurd tables)."""
+MAX_LAYERS = 1 << 16
+"""Likewise for ``num_hidden_layers`` (ropekit lists one layer type per layer)."""
 
 
 def _required_int(view: ConfigView, name: str) -> int:
@@ -318,6 +320,8 @@ def _mrope_section(value: object, path: str) -> tuple[int, ...] | None:
 def _layer_types(view: ConfigView, per_type: bool) -> tuple[str, ...]:
     declared = view.get("layer_types")
     layers = _positive_int(view, "num_hidden_layers")
+    if layers is not None and layers > MAX_LAYERS:
+        raise RopeConfigError(view.path("num_hidden_layers"), f"{layers} layers exceeds {MAX_LAYERS}; is the config right?")
     if not per_type:
         return (FLAT_LAYER_TYPE,) * (layers or 0)
     if declared is None:

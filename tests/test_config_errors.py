@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import ropekit
@@ -180,3 +181,31 @@ def test_errors_form_one_hierarchy() -> None:
                   ropekit.SchemeMismatchError, ropekit.PluginBlockedError, ropekit.SchemeDeclarationError):
         assert issubclass(error, ropekit.PluginError)
         assert issubclass(error, ropekit.RopekitError)
+
+
+# Regressions found by tests/test_fuzz.py: each used to escape as a plugin fault or exhaust memory.
+@pytest.mark.parametrize(
+    ("config", "path"),
+    [
+        ({"head_dim": 8, "max_position_embeddings": 256,
+          "rope_scaling": {"rope_type": "longrope", "short_factor": [1.0] * 4, "long_factor": [2.0] * 4,
+                           "original_max_position_embeddings": 1}}, "rope_scaling.original_max_position_embeddings"),
+        ({"head_dim": 16, "rope_theta": 1.0, "max_position_embeddings": 256,
+          "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}},
+         "rope_scaling.factor"),
+        ({"num_hidden_layers": 339456928.0, "head_dim": 8}, "num_hidden_layers"),
+        ({"head_dim": 18219869514374560}, "head_dim"),
+    ],
+)
+def test_fuzz_regressions_are_config_errors(config: dict[str, Any], path: str) -> None:
+    with pytest.raises(ropekit.RopeConfigError) as caught:
+        ropekit.load(config)
+    assert caught.value.path == path
+
+
+def test_yarn_with_an_enormous_beta_still_builds() -> None:
+    config = {"head_dim": 16, "max_position_embeddings": 256,
+              "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64,
+                               "beta_fast": 2.8e307}}
+    table = ropekit.load(config).table
+    assert np.all(np.isfinite(table.inv_freq))

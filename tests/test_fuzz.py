@@ -72,7 +72,7 @@ def _seeds() -> list[dict[str, Any]]:
 @st.composite
 def mutated_examples(draw: st.DrawFn) -> dict[str, Any]:
     """A built-in example config with one to three values replaced: reaches every builder."""
-    config = copy.deepcopy(draw(st.sampled_from(_seeds())))
+    config: dict[str, Any] = copy.deepcopy(draw(st.sampled_from(_seeds())))
     for _ in range(draw(st.integers(min_value=1, max_value=3))):
         holder = config
         for block_key in ("rope_scaling", "rope_parameters"):

@@ -26,11 +26,11 @@ def build(params: Params, geometry: Geometry, seq_len: int | None) -> Frequencie
     original = params["original_max_position_embeddings"]
     inv_freq = plain_inv_freq(geometry.theta, geometry.rotary_dim)
     wavelength = 2 * math.pi / inv_freq
-    scaled = np.where(wavelength > original / low, inv_freq / factor, inv_freq)
-    smooth = (original / wavelength - low) / (high - low)
-    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    result = np.where(wavelength > original / low, inv_freq / factor, inv_freq)
     in_band = (wavelength >= original / high) & (wavelength <= original / low)
-    return Frequencies(np.where(in_band, smoothed, scaled))
+    smooth = (original / wavelength[in_band] - low) / (high - low)
+    result[in_band] = (1 - smooth) * result[in_band] / factor + smooth * result[in_band]
+    return Frequencies(result)
 
 
 def check(params: Params, geometry: Geometry) -> Iterator[tuple[str, str]]:

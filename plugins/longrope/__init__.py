@@ -75,7 +75,7 @@ SCHEME = Scheme(
             "int",
             "Pre-training context length; falls back to the top-level key (Phi-3), then max_position_embeddings.",
             required=True,
-            gt=0,
+            gt=1,  # ln(original) divides the default attention factor
             config_fallback="original_max_position_embeddings",
             default_from_max_positions=True,
         ),

@@ -44,7 +44,9 @@ def attention_factor(params: Params, geometry: Geometry) -> float:
 
 
 def _correction_dim(rotations: float, dim: int, base: float, original: int) -> float:
-    return dim * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
+    # transformers' dim * ln(original / (rotations * 2 pi)) / (2 ln base), in log space so that
+    # no finite beta overflows
+    return dim * (math.log(original) - math.log(rotations) - math.log(2 * math.pi)) / (2 * math.log(base))
 
 
 def build(params: Params, geometry: Geometry, seq_len: int | None) -> Frequencies:
@@ -72,6 +74,8 @@ def check(params: Params, geometry: Geometry) -> Iterator[tuple[str, str]]:
         yield "factor", "missing, and max_position_embeddings is absent too (factor defaults to max / original)"
     elif _factor(params, geometry) <= 0:
         yield "factor", f"must be > 0, got {_factor(params, geometry)}"
+    if geometry.theta <= 1:
+        yield "factor", f"YaRN's correction range divides by ln(rope_theta); rope_theta must be > 1, got {geometry.theta}"
     if params["beta_fast"] <= params["beta_slow"]:
         yield "beta_fast", f"must be greater than beta_slow ({params['beta_slow']}), got {params['beta_fast']}"
 
