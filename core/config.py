@@ -321,7 +321,8 @@ def _layer_types(view: ConfigView, per_type: bool) -> tuple[str, ...]:
     declared = view.get("layer_types")
     layers = _positive_int(view, "num_hidden_layers")
     if layers is not None and layers > MAX_LAYERS:
-        raise RopeConfigError(view.path("num_hidden_layers"), f"{layers} layers exceeds {MAX_LAYERS}; is the config right?")
+        problem = f"{layers} layers exceeds {MAX_LAYERS}; is the config right?"
+        raise RopeConfigError(view.path("num_hidden_layers"), problem)
     if not per_type:
         return (FLAT_LAYER_TYPE,) * (layers or 0)
     if declared is None:

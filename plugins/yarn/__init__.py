@@ -75,7 +75,7 @@ def check(params: Params, geometry: Geometry) -> Iterator[tuple[str, str]]:
     elif _factor(params, geometry) <= 0:
         yield "factor", f"must be > 0, got {_factor(params, geometry)}"
     if geometry.theta <= 1:
-        yield "factor", f"YaRN's correction range divides by ln(rope_theta); rope_theta must be > 1, got {geometry.theta}"
+        yield "factor", f"YaRN divides by ln(rope_theta): rope_theta must be > 1, got {geometry.theta}"
     if params["beta_fast"] <= params["beta_slow"]:
         yield "beta_fast", f"must be greater than beta_slow ({params['beta_slow']}), got {params['beta_fast']}"
 
