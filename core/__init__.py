@@ -25,6 +25,7 @@ from .errors import (
 from .hookspecs import hookimpl
 from .loader import load
 from .registry import Registry, SchemeStatus, default_registry
+from .rotary import apply_rotary
 from .scheme import Example, Frequencies, Geometry, Key, KeyKind, Params, Scheme, plain_inv_freq
 from .table import ModelRope, RopeTable
 
@@ -57,6 +58,7 @@ __all__ = [
     "SchemeStatus",
     "UnknownRopeTypeError",
     "__version__",
+    "apply_rotary",
     "default_registry",
     "hookimpl",
     "load",

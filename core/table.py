@@ -14,6 +14,8 @@ from .scheme import Frequencies, Geometry
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+    from .rotary import Layout
+
 __all__ = ["ModelRope", "RopeTable"]
 
 
@@ -61,6 +63,23 @@ class RopeTable:
             attention_factor=frequencies.attention_factor,
             seq_len=int(seq_len),
         )
+
+    def cos_sin(
+        self,
+        positions: Any,
+        *,
+        dtype: npt.DTypeLike = np.float32,
+        layout: Layout = "neox",
+        out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = None,
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        """``(cos, sin)`` at ``positions`` (a count ``N``, a ``range`` or integers), each of shape
+        ``(len(positions), rotary_dim)``, multiplied by ``attention_factor``, angles reduced in
+        float64 (see :mod:`ropekit.rotary`). ``layout`` is ``"neox"`` (rotate-half, transformers)
+        or ``"gptj"`` (interleaved). For a seq-len-dependent scheme, take :meth:`at` first.
+        """
+        from .rotary import cos_sin
+
+        return cos_sin(self.inv_freq, self.attention_factor, positions, dtype=dtype, layout=layout, out=out)
 
     def to_json(self) -> dict[str, Any]:
         """The ``ropekit table --json`` record of this layer type."""

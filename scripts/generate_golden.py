@@ -64,6 +64,40 @@ def evaluate(config_dict: dict[str, Any], seq_len: int | None) -> dict[str, Any]
     return layers
 
 
+def rotary_golden() -> dict[str, Any]:
+    """cos/sin and rotated q/k from transformers' own functions, at small positions where its
+    float32 angles are still accurate (the drift at large positions is what ropekit avoids)."""
+    from golden_cases import LLAMA32_1B
+    from transformers.models.gptj.modeling_gptj import apply_rotary_pos_emb as gptj_apply
+    from transformers.models.gptj.modeling_gptj import create_sinusoidal_positions
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb as neox_apply
+
+    seq = 16
+    raw = copy.deepcopy(LLAMA32_1B)
+    model_type = raw.pop("model_type")
+    rotary = rotary_module(AutoConfig.for_model(model_type, **raw))
+    positions = torch.arange(seq)[None]
+    cos, sin = rotary(torch.zeros(1, seq, 8), positions)
+    q = torch.linspace(-1.0, 1.0, 2 * seq * 64).reshape(1, 2, seq, 64)
+    k = torch.cos(torch.arange(2 * seq * 64, dtype=torch.float32) * 0.37).reshape(1, 2, seq, 64)
+    q_embed, k_embed = neox_apply(q, k, cos, sin)
+
+    rotary_dim = 32  # GPT-J style partial rotary: the first 32 of 64 channels, interleaved pairs
+    sincos = create_sinusoidal_positions(seq, rotary_dim)[positions]
+    gsin, gcos = torch.split(sincos, rotary_dim // 2, dim=-1)
+    q_bshd = q.permute(0, 2, 1, 3)  # GPT-J works in (batch, seq, heads, dim)
+    rotated = gptj_apply(q_bshd[..., :rotary_dim], gsin, gcos)
+    gptj_q = torch.cat((rotated, q_bshd[..., rotary_dim:]), dim=-1).permute(0, 2, 1, 3)
+    return {
+        "config": LLAMA32_1B,
+        "positions": seq,
+        "neox": {"cos": cos[0].double().tolist(), "sin": sin[0].double().tolist(),
+                 "q": q.double().tolist(), "k": k.double().tolist(),
+                 "q_embed": q_embed.double().tolist(), "k_embed": k_embed.double().tolist()},
+        "gptj": {"rope_theta": 10000.0, "head_dim": 64, "rotary_dim": rotary_dim, "q_embed": gptj_q.double().tolist()},
+    }
+
+
 def main() -> None:
     torch.set_default_dtype(torch.float32)
     cases = []
@@ -77,6 +111,7 @@ def main() -> None:
         "torch": torch.__version__,
         "tolerance": {"rtol": 2e-6},
         "cases": cases,
+        "rotary": rotary_golden(),
     }
     OUT.write_text(json.dumps(document, indent=1) + "\n")
     print(f"wrote {OUT} ({len(cases)} cases)")

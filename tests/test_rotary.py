@@ -1,0 +1,132 @@
+"""cos/sin and the numpy reference rotation: transformers' values at small positions, float64
+exactness at large ones, both layouts, partial rotary and the attention factor."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ropekit
+
+GOLDEN = json.loads((Path(__file__).parent / "golden" / "transformers.json").read_text())["rotary"]
+LLAMA31_8B: dict[str, Any] = {
+    "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072, "rope_theta": 500000.0,
+    "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+}
+
+
+def exact(table: ropekit.RopeTable, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    angles = positions.astype(np.float64)[:, None] * table.inv_freq[None, :]
+    return np.cos(angles) * table.attention_factor, np.sin(angles) * table.attention_factor
+
+
+def test_cos_sin_match_transformers_at_small_positions() -> None:
+    table = ropekit.load(GOLDEN["config"]).table
+    cos, sin = table.cos_sin(GOLDEN["positions"])
+    np.testing.assert_allclose(cos, GOLDEN["neox"]["cos"], atol=2e-6)
+    np.testing.assert_allclose(sin, GOLDEN["neox"]["sin"], atol=2e-6)
+
+
+def test_apply_rotary_neox_matches_transformers() -> None:
+    table = ropekit.load(GOLDEN["config"]).table
+    cos, sin = table.cos_sin(GOLDEN["positions"], dtype=np.float64)
+    q, k = np.array(GOLDEN["neox"]["q"]), np.array(GOLDEN["neox"]["k"])
+    q_embed, k_embed = ropekit.apply_rotary(q, k, cos, sin)
+    np.testing.assert_allclose(q_embed, GOLDEN["neox"]["q_embed"], atol=1e-5)
+    np.testing.assert_allclose(k_embed, GOLDEN["neox"]["k_embed"], atol=1e-5)
+
+
+def test_apply_rotary_gptj_partial_matches_transformers() -> None:
+    spec = GOLDEN["gptj"]
+    config = {"head_dim": spec["head_dim"], "rope_theta": spec["rope_theta"],
+              "partial_rotary_factor": spec["rotary_dim"] / spec["head_dim"]}
+    table = ropekit.load(config).table
+    cos, sin = table.cos_sin(GOLDEN["positions"], dtype=np.float64, layout="gptj")
+    q = np.array(GOLDEN["neox"]["q"])
+    q_embed, _ = ropekit.apply_rotary(q, q, cos, sin, layout="gptj")
+    np.testing.assert_allclose(q_embed, spec["q_embed"], atol=1e-5)
+    np.testing.assert_array_equal(q_embed[..., spec["rotary_dim"]:], q[..., spec["rotary_dim"]:])
+
+
+@pytest.mark.parametrize("layout", ["neox", "gptj"])
+def test_float32_is_exact_to_5e7_up_to_2_pow_20(layout: str) -> None:
+    table = ropekit.load(LLAMA31_8B).table
+    pairs = len(table.inv_freq)
+    near_end = range((1 << 20) - 4096, 1 << 20)
+    rng = np.random.default_rng(7)
+    scattered = np.sort(rng.integers(0, 1 << 20, 4096))
+    for positions in (near_end, scattered):
+        cos, sin = table.cos_sin(positions, layout=layout)
+        want_cos, want_sin = exact(table, np.asarray(positions))
+        first, second = (slice(0, pairs), slice(pairs, None)) if layout == "neox" else (slice(0, None, 2),
+                                                                                         slice(1, None, 2))
+        for got, want in ((cos[:, first], want_cos), (cos[:, second], want_cos), (sin[:, first], want_sin),
+                          (sin[:, second], want_sin)):
+            assert np.abs(got - want).max() <= 3e-7
+
+
+def test_contiguous_and_scattered_paths_agree() -> None:
+    table = ropekit.load(LLAMA31_8B).table
+    count = 3 * 256 * 8 + 77  # full chunks, a partial chunk and a tail
+    fast = table.cos_sin(range(1000, 1000 + count), dtype=np.float64)
+    slow = table.cos_sin(np.arange(1000, 1000 + count), dtype=np.float64)
+    np.testing.assert_allclose(fast[0], slow[0], atol=1e-12)
+    np.testing.assert_allclose(fast[1], slow[1], atol=1e-12)
+
+
+def test_attention_factor_and_shapes() -> None:
+    config = {"head_dim": 64, "partial_rotary_factor": 0.5, "max_position_embeddings": 32768,
+              "rope_scaling": {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 4096}}
+    table = ropekit.load(config).table
+    cos, sin = table.cos_sin(10)
+    assert cos.shape == sin.shape == (10, 32)
+    assert cos.dtype == np.float32
+    np.testing.assert_allclose(cos[0], table.attention_factor, rtol=1e-7)  # position 0: cos = 1 * factor
+    np.testing.assert_allclose(cos**2 + sin**2, table.attention_factor**2, rtol=1e-6)
+    assert table.cos_sin(0)[0].shape == (0, 32)
+    assert table.cos_sin(4, dtype=np.float16)[0].dtype == np.float16
+
+
+def test_out_buffers_are_filled_and_checked() -> None:
+    table = ropekit.load(LLAMA31_8B).table
+    buffers = (np.zeros((600, 128), np.float32), np.zeros((600, 128), np.float32))
+    cos, sin = table.cos_sin(600, out=buffers)
+    assert cos is buffers[0] and sin is buffers[1]
+    np.testing.assert_allclose(cos, table.cos_sin(600)[0], atol=0)
+    with pytest.raises(ropekit.RopeConfigError, match="out\\[0\\]"):
+        table.cos_sin(600, out=(np.zeros((600, 64), np.float32), buffers[1]))
+
+
+@pytest.mark.parametrize("bad", [-1, True, [0.5, 1.5], np.zeros((2, 2), np.int64)])
+def test_bad_positions(bad: Any) -> None:
+    with pytest.raises(ropekit.RopeConfigError, match="positions"):
+        ropekit.load(LLAMA31_8B).table.cos_sin(bad)
+
+
+def test_bad_layout_and_dtype() -> None:
+    table = ropekit.load(LLAMA31_8B).table
+    with pytest.raises(ropekit.RopeConfigError, match="layout"):
+        table.cos_sin(4, layout="llama")  # type: ignore[arg-type]
+    with pytest.raises(ropekit.RopeConfigError, match="dtype"):
+        table.cos_sin(4, dtype=np.int32)
+
+
+def test_rotation_preserves_norms_and_depends_on_relative_position() -> None:
+    table = ropekit.load(LLAMA31_8B).table
+    rng = np.random.default_rng(3)
+    q, k = rng.normal(size=(1, 128)), rng.normal(size=(1, 128))
+
+    def score(p: int, r: int) -> float:
+        cq, sq = table.cos_sin([p], dtype=np.float64)
+        ck, sk = table.cos_sin([r], dtype=np.float64)
+        rq, _ = ropekit.apply_rotary(q, q, cq, sq)
+        rk, _ = ropekit.apply_rotary(k, k, ck, sk)
+        assert np.linalg.norm(rq) == pytest.approx(np.linalg.norm(q), rel=1e-12)
+        return float((rq * rk).sum())
+
+    assert score(10, 3) == pytest.approx(score(100_007, 100_000), rel=1e-9)
