@@ -186,6 +186,23 @@ def _cmd_check_plugin(args: argparse.Namespace) -> int:
     return 0 if passed else EXIT_CHECKS_FAILED
 
 
+def _cmd_export(args: argparse.Namespace) -> None:
+    from .export import export
+
+    model = _load(args)
+    manifest = export(model, args.out, positions=args.positions, dtype=args.dtype, layout=args.layout,
+                      seq_lens=args.seq_lens)
+    if args.json:
+        _print_json(manifest)
+        return
+    for name, layer in manifest["layers"].items():
+        files = ", ".join(f"{kind} {spec['path']} {spec['shape']}" for kind, spec in layer["files"].items())
+        print(f"{name}: rope_type {layer['rope_type']}, attention_factor {layer['attention_factor']:.9g}: {files}")
+        for extra in layer.get("beyond", []):
+            print(f"  seq_len {extra['seq_len']}: {extra['files']['inv_freq']['path']} ({layer['seq_len_rule']})")
+    print(f"wrote {args.out}/manifest.json and manifest.txt")
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ropekit",
@@ -214,6 +231,18 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="positions at which to report the angle error (default: %(default)s)")
     gap.add_argument("--seq-len", type=_positive, metavar="N", help="compare the table for N positions")
     config_command("inspect", "Describe what the config declares and which plugin serves it.", _cmd_inspect)
+    exporter = config_command(
+        "export", "Write the tables for a native forward: manifest.json, raw little-endian tables, .npy.", _cmd_export
+    )
+    exporter.add_argument("--out", required=True, metavar="DIR", help="directory to write (created if needed)")
+    exporter.add_argument("--positions", type=_positive, metavar="N",
+                          help="also write cos/sin caches for positions 0..N-1")
+    exporter.add_argument("--dtype", choices=("float32", "float16", "float64"), default="float32",
+                          help="dtype of the cos/sin caches (default: %(default)s)")
+    exporter.add_argument("--layout", choices=("neox", "gptj"), default="neox",
+                          help="cos/sin layout: neox (rotate-half) or gptj (interleaved) (default: %(default)s)")
+    exporter.add_argument("--seq-len", dest="seq_lens", type=_positive, action="append", default=[], metavar="N",
+                          help="for seq-len-dependent schemes, also write the table at N (repeatable)")
 
     listing = commands.add_parser("list", help="List installed rope_types with distribution, version and status.",
                                   description="List installed rope_types with distribution, version and status.")

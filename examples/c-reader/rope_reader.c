@@ -1,0 +1,138 @@
+/*
+ * rope_reader: what a native forward needs from a ropekit export, and nothing else.
+ *
+ *   cc -O2 -o rope_reader rope_reader.c -lm
+ *   ropekit export config.json --out export/ --positions 4096
+ *   ./rope_reader export/ 4000
+ *
+ * For every layer type in export/manifest.txt it reads the float64 inv_freq table and the
+ * attention factor, computes cos/sin at POSITION in double precision (angles reduced in float64),
+ * and, when the export carries a float32 cos/sin cache, checks the cached row against them.
+ * There is no rope_type code here: llama3, yarn, longrope, proportional... all arrive as numbers.
+ *
+ * Output, one line per pair:   <layer> <pair> <cos> <sin>
+ * and per layer with a cache:  <layer> cache_max_abs_diff <value>
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LINE 4096
+#define MAX_PATH 2048
+
+struct layer {
+    char name[256], inv_freq[MAX_PATH], cos[MAX_PATH], sin[MAX_PATH], layout[16], cache_dtype[16];
+    long pairs, positions;
+    double attention_factor;
+};
+
+static int host_is_little_endian(void) {
+    const uint16_t probe = 1;
+    return *(const uint8_t *)&probe == 1;
+}
+
+static void swap_bytes(void *data, size_t count, size_t width) {
+    uint8_t *bytes = data;
+    for (size_t i = 0; i < count; i++)
+        for (size_t j = 0; j < width / 2; j++) {
+            uint8_t t = bytes[i * width + j];
+            bytes[i * width + j] = bytes[i * width + width - 1 - j];
+            bytes[i * width + width - 1 - j] = t;
+        }
+}
+
+/* Read `count` little-endian values of `width` bytes from dir/name at element offset `offset`. */
+static int read_le(const char *dir, const char *name, long offset, void *out, size_t count, size_t width) {
+    char path[2 * MAX_PATH + 2];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *file = fopen(path, "rb");
+    if (!file) { fprintf(stderr, "rope_reader: cannot open %s\n", path); return -1; }
+    if (fseek(file, offset * (long)width, SEEK_SET) != 0 || fread(out, width, count, file) != count) {
+        fprintf(stderr, "rope_reader: %s is shorter than the manifest says\n", path);
+        fclose(file);
+        return -1;
+    }
+    fclose(file);
+    if (!host_is_little_endian()) swap_bytes(out, count, width);
+    return 0;
+}
+
+static int parse_line(char *line, struct layer *layer) {
+    memset(layer, 0, sizeof *layer);
+    char *save = NULL, *key = strtok_r(line, " \t\n", &save);
+    while (key) {
+        char *value = strtok_r(NULL, " \t\n", &save);
+        if (!value) return -1;
+        if (!strcmp(key, "layer")) snprintf(layer->name, sizeof layer->name, "%s", value);
+        else if (!strcmp(key, "pairs")) layer->pairs = strtol(value, NULL, 10);
+        else if (!strcmp(key, "attention_factor")) layer->attention_factor = strtod(value, NULL);
+        else if (!strcmp(key, "inv_freq")) snprintf(layer->inv_freq, sizeof layer->inv_freq, "%s", value);
+        else if (!strcmp(key, "positions")) layer->positions = strtol(value, NULL, 10);
+        else if (!strcmp(key, "cache_dtype")) snprintf(layer->cache_dtype, sizeof layer->cache_dtype, "%s", value);
+        else if (!strcmp(key, "layout")) snprintf(layer->layout, sizeof layer->layout, "%s", value);
+        else if (!strcmp(key, "cos")) snprintf(layer->cos, sizeof layer->cos, "%s", value);
+        else if (!strcmp(key, "sin")) snprintf(layer->sin, sizeof layer->sin, "%s", value);
+        key = strtok_r(NULL, " \t\n", &save);
+    }
+    return layer->pairs > 0 && layer->inv_freq[0] ? 0 : -1;
+}
+
+static int serve(const char *dir, const struct layer *layer, long position) {
+    double *inv_freq = malloc(sizeof(double) * (size_t)layer->pairs);
+    double *cos_v = malloc(sizeof(double) * (size_t)layer->pairs);
+    double *sin_v = malloc(sizeof(double) * (size_t)layer->pairs);
+    float *row = malloc(sizeof(float) * 2 * (size_t)layer->pairs);
+    int status = -1;
+    if (!inv_freq || !cos_v || !sin_v || !row) goto done;
+    if (read_le(dir, layer->inv_freq, 0, inv_freq, (size_t)layer->pairs, sizeof(double))) goto done;
+    for (long i = 0; i < layer->pairs; i++) {
+        double angle = (double)position * inv_freq[i];
+        cos_v[i] = cos(angle) * layer->attention_factor;
+        sin_v[i] = sin(angle) * layer->attention_factor;
+        printf("%s %ld %.17g %.17g\n", layer->name, i, cos_v[i], sin_v[i]);
+    }
+    if (layer->cos[0] && !strcmp(layer->cache_dtype, "float32") && position < layer->positions) {
+        double worst = 0.0;
+        const char *files[2] = {layer->cos, layer->sin};
+        const double *want[2] = {cos_v, sin_v};
+        int neox = strcmp(layer->layout, "gptj") != 0;
+        for (int f = 0; f < 2; f++) {
+            if (read_le(dir, files[f], position * 2 * layer->pairs, row, 2 * (size_t)layer->pairs, sizeof(float)))
+                goto done;
+            for (long i = 0; i < layer->pairs; i++) {
+                double a = row[neox ? i : 2 * i], b = row[neox ? i + layer->pairs : 2 * i + 1];
+                worst = fmax(worst, fmax(fabs(a - want[f][i]), fabs(b - want[f][i])));
+            }
+        }
+        printf("%s cache_max_abs_diff %.3g\n", layer->name, worst);
+    }
+    status = 0;
+done:
+    free(inv_freq); free(cos_v); free(sin_v); free(row);
+    return status;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: rope_reader EXPORT_DIR POSITION\n");
+        return 2;
+    }
+    char path[MAX_PATH + 16], line[MAX_LINE];
+    snprintf(path, sizeof path, "%s/manifest.txt", argv[1]);
+    FILE *manifest = fopen(path, "r");
+    if (!manifest) { fprintf(stderr, "rope_reader: cannot open %s\n", path); return 2; }
+    long position = strtol(argv[2], NULL, 10);
+    int layers = 0, status = 0;
+    while (fgets(line, sizeof line, manifest)) {
+        struct layer layer;
+        if (line[0] == '#' || line[0] == '\n') continue;
+        if (parse_line(line, &layer)) { fprintf(stderr, "rope_reader: bad manifest line\n"); status = 2; break; }
+        if (serve(argv[1], &layer, position)) { status = 1; break; }
+        layers++;
+    }
+    fclose(manifest);
+    if (!status && !layers) { fprintf(stderr, "rope_reader: no layers in %s\n", path); status = 2; }
+    return status;
+}

@@ -1,0 +1,104 @@
+"""``ropekit export``: manifest, raw little-endian tables and .npy copies, and a C reader that
+serves them with no scheme code (compiled and run here; CI sets ROPEKIT_REQUIRE_CC=1)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ropekit
+from ropekit.cli import main
+from ropekit.export import export
+
+ROOT = Path(__file__).parent.parent
+EXAMPLE = ROOT / "core" / "examples" / "llama-3.2-1b-instruct.json"
+READER = ROOT / "examples" / "c-reader" / "rope_reader.c"
+GEMMA4: dict[str, Any] = {
+    "head_dim": 64, "global_head_dim": 128, "num_hidden_layers": 4, "max_position_embeddings": 131072,
+    "layer_types": ["sliding_attention"] * 3 + ["full_attention"],
+    "rope_parameters": {"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                           "rope_theta": 1e6},
+                        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}},
+}
+PHI3: dict[str, Any] = {
+    "hidden_size": 1024, "num_attention_heads": 16, "max_position_embeddings": 16384,
+    "original_max_position_embeddings": 4096,
+    "rope_scaling": {"type": "longrope", "short_factor": [1.0 + i / 100 for i in range(32)],
+                     "long_factor": [1.0 + i for i in range(32)]},
+}
+
+
+def test_manifest_files_and_hashes(tmp_path: Path) -> None:
+    model = ropekit.load(EXAMPLE)
+    manifest = export(model, tmp_path, positions=512)
+    assert manifest["format"] == "ropekit-export" and manifest["format_version"] == 1
+    layer = manifest["layers"]["full_attention"]
+    assert (layer["rope_type"], layer["rotary_dim"], layer["pairs"]) == ("llama3", 64, 32)
+    assert layer["params"]["factor"] == 32.0
+    for kind, spec in layer["files"].items():
+        data = (tmp_path / spec["path"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == spec["sha256"]
+        raw = np.frombuffer(data, dtype=np.dtype(spec["dtype"]).newbyteorder("<")).reshape(spec["shape"])
+        np.testing.assert_array_equal(raw, np.load(tmp_path / spec["npy"]))
+        if kind == "inv_freq":
+            np.testing.assert_array_equal(raw, model.table.inv_freq)
+    cos, _ = model.table.cos_sin(512)
+    np.testing.assert_array_equal(np.load(tmp_path / layer["files"]["cos"]["npy"]), cos)
+    assert json.loads((tmp_path / "manifest.json").read_text()) == manifest
+
+
+def test_seq_len_dependent_export_states_the_rule(tmp_path: Path) -> None:
+    manifest = export(ropekit.load(PHI3), tmp_path, seq_lens=[10000])
+    layer = manifest["layers"]["full_attention"]
+    assert layer["switch_at"] == 4096 and "long_factor when seq_len > original" in layer["seq_len_rule"]
+    assert [extra["seq_len"] for extra in layer["beyond"]] == [4097, 10000]
+    long = np.load(tmp_path / layer["beyond"][0]["files"]["inv_freq"]["npy"])
+    np.testing.assert_array_equal(long, ropekit.load(PHI3).table.at(4097).inv_freq)
+
+
+def test_cli_export(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", str(EXAMPLE), "--out", str(tmp_path / "out"), "--positions", "16", "--json"]) == 0
+    manifest = json.loads(capsys.readouterr().out)
+    assert manifest["layers"]["full_attention"]["files"]["cos"]["shape"] == [16, 64]
+    assert (tmp_path / "out" / "manifest.txt").read_text().count("\nlayer ") == 1
+
+
+def _compiler() -> str | None:
+    found = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if found is None and os.environ.get("ROPEKIT_REQUIRE_CC"):
+        pytest.fail("ROPEKIT_REQUIRE_CC is set but no C compiler was found")
+    return found
+
+
+@pytest.mark.parametrize(("config", "layout"), [(EXAMPLE, "neox"), (GEMMA4, "neox"), (PHI3, "gptj")])
+def test_c_reader_needs_no_scheme_code(tmp_path: Path, config: Any, layout: Any) -> None:
+    compiler = _compiler()
+    if compiler is None:
+        pytest.skip("no C compiler")
+    binary = tmp_path / "rope_reader"
+    subprocess.run([compiler, "-O2", "-std=c99", "-Wall", "-Werror", "-D_POSIX_C_SOURCE=200809L", "-o", str(binary),
+                    str(READER), "-lm"], check=True)
+    model = ropekit.load(config)
+    export(model, tmp_path / "export", positions=4096, layout=layout)
+    done = subprocess.run([str(binary), str(tmp_path / "export"), "4000"], capture_output=True, text=True, check=True)
+    rows: dict[str, list[tuple[float, float]]] = {}
+    for line in done.stdout.splitlines():
+        name, what, *values = line.split()
+        if what == "cache_max_abs_diff":
+            assert float(values[0]) < 3e-7
+        else:
+            rows.setdefault(name, []).append((float(values[0]), float(values[1])))
+    assert set(rows) == set(model.tables)
+    for name, table in model.tables.items():
+        cos, sin = table.cos_sin([4000], dtype=np.float64, layout="neox")
+        pairs = len(table.inv_freq)
+        np.testing.assert_allclose([c for c, _ in rows[name]], cos[0, :pairs], atol=1e-12)
+        np.testing.assert_allclose([s for _, s in rows[name]], sin[0, :pairs], atol=1e-12)
