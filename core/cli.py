@@ -1,6 +1,6 @@
 """The ``ropekit`` command line (also ``python -m ropekit``).
 
-Exit status: 0 success; 1 ``check-plugin`` found failing checks; 2 invalid input (bad config,
+Exit status: 0 success; 1 ``check-plugin`` found failing checks or ``audit`` a mismatch; 2 invalid input (bad config,
 unknown rope_type, bad arguments), with one line on stderr naming the key or type; 3 an installed
 plugin is at fault (the line names its distribution). No traceback is printed for either.
 """
@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from .errors import PluginError, RopeConfigError, RopekitError
+from .errors import MissingDependencyError, PluginError, RopeConfigError, RopekitError
 
 __all__ = ["main"]
 
@@ -203,6 +203,56 @@ def _cmd_export(args: argparse.Namespace) -> None:
     print(f"wrote {args.out}/manifest.json and manifest.txt")
 
 
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from .audit import audit, read_served
+
+    model = _load(args)
+    widths = {t.rotary_dim for t in model.tables.values()}
+    width = widths.pop() if len(widths) == 1 else None
+    served = read_served(args.served, dtype=args.dtype, width=width)
+    sin = read_served(args.sin, dtype=args.dtype, width=width) if args.sin else None
+    report = audit(model, served, sin=sin, layer_type=args.layer_type, positions=args.positions, rtol=args.rtol,
+                   layout=args.layout)
+    if args.json:
+        _print_json(report)
+    else:
+        _print_audit(report)
+    return 0 if report["matches_declared"] else EXIT_CHECKS_FAILED
+
+
+def _print_audit(report: dict[str, Any]) -> None:
+    declared, served = report["declared"], report["served"]
+    print(f"[{report['layer_type']}] declared rope_type {declared['rope_type']} ({declared['pairs']} pairs); "
+          f"served {served['kind']} ({served.get('pairs', served.get('width'))})")
+    if report["matches_declared"]:
+        print("  MATCH: the served table is the declared one")
+        return
+    print("  MISMATCH: the served table is not what the config declares")
+    if "length_mismatch" in report:
+        print(f"  {report['length_mismatch']}")
+    matched = report.get("matched")
+    if matched:
+        print(f"  it matches: {matched['description']}")
+    else:
+        scored = [c for c in report["candidates"] if c.get("max_rel_diff", c.get("max_abs_diff")) is not None]
+        closest = min(scored, key=lambda c: c.get("max_rel_diff", c.get("max_abs_diff")), default=None)
+        print("  no registered scheme or parameter set matched" +
+              (f"; closest: {closest['description']}" if closest else ""))
+    if "differing_pairs" in report:
+        print(f"  {report['differing_pairs']} of {report['pairs']} pairs differ from the declared table, "
+              f"by up to {report['max_ratio']:.6g}x")
+        for position, row in report["positions"].items():
+            print(f"  position {position:>7}: max angle error {row['max_angle_error']:.4f} rad, "
+                  f"{row['pairs_over_0.1rad']} pairs over 0.1 rad")
+
+
+def _cmd_plot(args: argparse.Namespace) -> None:
+    from .plot import plot
+
+    plot(_load(args), args.output)
+    print(f"wrote {args.output}")
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ropekit",
@@ -214,7 +264,7 @@ def _build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     def config_command(
-        name: str, help_text: str, handler: Callable[[argparse.Namespace], None]
+        name: str, help_text: str, handler: Callable[[argparse.Namespace], int | None]
     ) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
         sub.add_argument("config", metavar="CONFIG", help="a config.json, or a model directory holding one")
@@ -231,6 +281,24 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="positions at which to report the angle error (default: %(default)s)")
     gap.add_argument("--seq-len", type=_positive, metavar="N", help="compare the table for N positions")
     config_command("inspect", "Describe what the config declares and which plugin serves it.", _cmd_inspect)
+    auditor = config_command(
+        "audit", "Check a table a forward actually served against the one the config declares.", _cmd_audit
+    )
+    auditor.add_argument("--served", required=True, metavar="FILE",
+                         help="the served inv_freq (1-D) or cos cache (2-D): .npy, or raw .f64/.f32/.f16")
+    auditor.add_argument("--sin", metavar="FILE", help="the served sin cache, with a 2-D --served cos cache")
+    auditor.add_argument("--dtype", choices=("float64", "float32", "float16"),
+                         help="dtype of raw files without a .f64/.f32/.f16 suffix")
+    auditor.add_argument("--layer-type", metavar="LT", help="which layer type's table was served (default: by size)")
+    auditor.add_argument("--layout", choices=("neox", "gptj"), default="neox", help="layout of a cos/sin cache")
+    auditor.add_argument("--positions", type=_positions, default=(128, 1024, 2048, 8192, 32768, 131072),
+                         metavar="P,...", help="positions at which to report the angle error")
+    auditor.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance of a match (default 1e-5)")
+    auditor.add_argument("--seq-len", type=_positive, metavar="N", help="the served sequence length, if it matters")
+    plotter = config_command("plot", "Draw each layer type's wavelengths against plain RoPE (needs matplotlib).",
+                             _cmd_plot)
+    plotter.add_argument("-o", "--output", required=True, metavar="FILE.png", help="image to write")
+    plotter.add_argument("--seq-len", type=_positive, metavar="N", help="plot the table for N positions")
     exporter = config_command(
         "export", "Write the tables for a native forward: manifest.json, raw little-endian tables, .npy.", _cmd_export
     )
@@ -280,6 +348,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PluginError as error:
         print(f"ropekit: plugin error: {error}", file=sys.stderr)
         return EXIT_PLUGIN
+    except MissingDependencyError as error:
+        print(f"ropekit: error: {error}", file=sys.stderr)
+        return EXIT_INPUT
     except RopekitError as error:  # pragma: no cover - every subclass is handled above
         print(f"ropekit: error: {error}", file=sys.stderr)
         return EXIT_INPUT

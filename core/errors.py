@@ -6,6 +6,7 @@
     ├── RopeConfigError (ValueError)  the config is wrong; ``.path`` is the JSON path at fault
     │   ├── ConfigSourceError         the file or directory cannot be read as a config
     │   └── UnknownRopeTypeError      no installed plugin serves the declared rope_type
+    ├── MissingDependencyError (ImportError)  an optional extra (matplotlib for plots) is not installed
     └── PluginError                   a plugin is at fault; ``.rope_type`` and ``.distribution`` name it
         ├── PluginBlockedError        the user blocked this rope_type or distribution
         ├── PluginLoadError           the plugin failed to import or has no usable ``ropekit_scheme`` hook
@@ -25,6 +26,7 @@ __all__ = [
     "ConfigSourceError",
     "DuplicateSchemeError",
     "InvalidTableError",
+    "MissingDependencyError",
     "PluginBlockedError",
     "PluginError",
     "PluginLoadError",
@@ -59,6 +61,10 @@ class UnknownRopeTypeError(RopeConfigError):
     def __init__(self, path: str, rope_type: str, problem: str) -> None:
         self.rope_type = rope_type
         super().__init__(path, problem)
+
+
+class MissingDependencyError(RopekitError, ImportError):
+    """An optional dependency is missing; the message says which extra to install."""
 
 
 class PluginError(RopekitError):

@@ -71,6 +71,7 @@ def _table(block: RopeBlock, view: ConfigView, registry: Registry, *, strict: bo
         mrope_interleaved=block.mrope_interleaved,
         switch_at=scheme.switch_at(frozen_params, geometry) if scheme.switch_at is not None else None,
         geometry=geometry,
+        landmarks=dict(scheme.landmarks(frozen_params, geometry)) if scheme.landmarks is not None else {},
         rebuild=partial(registry.build, scheme, frozen_params, geometry),
     )
 

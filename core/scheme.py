@@ -141,6 +141,9 @@ Checker = Callable[[Params, Geometry], Iterable[tuple[str, str]]]
 SwitchPoint = Callable[[Params, Geometry], int]
 """The sequence length above which a seq-len-dependent table changes."""
 
+Landmarks = Callable[[Params, Geometry], Mapping[str, float]]
+"""Wavelengths (in positions) worth marking on a plot, by label: a scheme's band edges."""
+
 
 @attrs.frozen
 class Example:
@@ -167,7 +170,8 @@ class Scheme:
     table has ``head_dim // 2`` entries, zero for pairs it does not rotate (Gemma-4's
     ``proportional``); otherwise the table has ``rotary_dim // 2`` entries, all positive.
     ``seq_len_dependent`` schemes get the sequence length and state the rule in ``seq_len_rule``;
-    ``switch_at`` gives the length above which their table changes.
+    ``switch_at`` gives the length above which their table changes. ``landmarks`` names the
+    wavelengths ``ropekit plot`` marks (band edges).
     """
 
     name: str
@@ -180,6 +184,7 @@ class Scheme:
     switch_at: SwitchPoint | None = None
     covers_head: bool = False
     check: Checker | None = None
+    landmarks: Landmarks | None = None
     examples: tuple[Example, ...] = attrs.field(default=(), converter=_as_tuple)
 
     def key(self, name: str) -> Key | None:

@@ -44,6 +44,7 @@ class RopeTable:
     mrope_section: tuple[int, ...] | None = None
     mrope_interleaved: bool = False
     switch_at: int | None = None
+    landmarks: Mapping[str, float] = attrs.field(factory=dict, repr=False)
     geometry: Geometry | None = attrs.field(default=None, repr=False)
     _rebuild: Callable[[int | None], Frequencies] | None = attrs.field(default=None, repr=False, alias="rebuild")
 

@@ -56,6 +56,7 @@ SCHEME = Scheme(
     seq_len_dependent=True,
     seq_len_rule="recomputed for seq_len > max_position_embeddings with that seq_len; plain table otherwise",
     switch_at=switch_at,
+    landmarks=lambda params, geometry: {"max_position_embeddings": geometry.max_position_embeddings or 0},
     # factor >= 1 keeps factor * seq_len / max_pos - (factor - 1) >= 1 for seq_len >= max_pos,
     # so the scaled base can never become non-positive (or shrink below theta).
     keys=(Key("factor", "float", "NTK scaling factor.", required=True, ge=1),),

@@ -42,12 +42,22 @@ def check(params: Params, geometry: Geometry) -> Iterator[tuple[str, str]]:
         )
 
 
+def landmarks(params: Params, geometry: Geometry) -> dict[str, float]:
+    """The band edges: wavelengths original / low_freq_factor and original / high_freq_factor."""
+    original = params["original_max_position_embeddings"]
+    return {
+        "original / low_freq_factor": original / params["low_freq_factor"],
+        "original / high_freq_factor": original / params["high_freq_factor"],
+    }
+
+
 SCHEME = Scheme(
     name="llama3",
     examples=EXAMPLES,
     doc="Llama-3.1 frequency-band interpolation: low frequencies / factor, high kept, a smooth band between.",
     build=build,
     check=check,
+    landmarks=landmarks,
     keys=(
         Key("factor", "float", "Divisor of the low-frequency pairs (8: Llama-3.1, 32: 3.2).", required=True, ge=1),
         Key("low_freq_factor", "float", "original_max / this: long-wavelength edge.", required=True, gt=0),

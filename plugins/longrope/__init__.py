@@ -53,6 +53,7 @@ SCHEME = Scheme(
     seq_len_rule="long_factor when seq_len > original_max_position_embeddings, else short_factor "
     "(the load-time table is the short one)",
     switch_at=switch_at,
+    landmarks=lambda params, geometry: {"original_max_position_embeddings": params["original_max_position_embeddings"]},
     keys=(
         Key(
             "short_factor",

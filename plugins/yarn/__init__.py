@@ -80,12 +80,22 @@ def check(params: Params, geometry: Geometry) -> Iterator[tuple[str, str]]:
         yield "beta_fast", f"must be greater than beta_slow ({params['beta_slow']}), got {params['beta_fast']}"
 
 
+def landmarks(params: Params, geometry: Geometry) -> dict[str, float]:
+    """Wavelengths of beta_fast and beta_slow rotations over the original context."""
+    original = params["original_max_position_embeddings"]
+    return {
+        "original / beta_fast": original / params["beta_fast"],
+        "original / beta_slow": original / params["beta_slow"],
+    }
+
+
 SCHEME = Scheme(
     name="yarn",
     examples=EXAMPLES,
     doc="YaRN: NTK-by-parts interpolation between beta_fast and beta_slow, with an attention factor.",
     build=build,
     check=check,
+    landmarks=landmarks,
     keys=(
         Key("factor", "float", "Context extension ratio; absent: max_position_embeddings / original.", gt=0),
         Key(
