@@ -189,9 +189,7 @@ def _block(view: ConfigView, layer_type: str, path: str, block: Any) -> RopeBloc
         max_position_embeddings=_positive_int(view, "max_position_embeddings"),
     )
     section = block.get("mrope_section")
-    interleaved = block.get("mrope_interleaved", False)
-    if interleaved is not None and not isinstance(interleaved, bool):
-        raise RopeConfigError(f"{path}.mrope_interleaved", f"expected true or false, got {interleaved!r}")
+    interleaved = _mrope_interleaved(block, path)
     return RopeBlock(
         layer_type,
         rope_type,
@@ -304,6 +302,20 @@ def _positive_number(value: object, where: str) -> float:
     if not math.isfinite(number) or number <= 0:
         raise RopeConfigError(where, f"must be a finite number > 0, got {value!r}")
     return number
+
+
+def _mrope_interleaved(block: Mapping[str, Any], path: str) -> bool:
+    """``mrope_interleaved`` (Qwen3-VL), or its synonym ``interleaved`` (Qwen3-Omni); they must agree."""
+    found = {}
+    for name in ("mrope_interleaved", "interleaved"):
+        value = block.get(name)
+        if value is not None:
+            if not isinstance(value, bool):
+                raise RopeConfigError(f"{path}.{name}", f"expected true or false, got {value!r}")
+            found[name] = value
+    if len(set(found.values())) > 1:
+        raise RopeConfigError(f"{path}.interleaved", f"conflicts with mrope_interleaved ({found}); keep one")
+    return any(found.values())
 
 
 def _mrope_section(value: object, path: str) -> tuple[int, ...] | None:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["LOADER_KEYS", "check_value", "validate_params"]
 
 LOADER_KEYS = frozenset(
-    {"rope_type", "type", "rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved"}
+    {"rope_type", "type", "rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved", "interleaved"}
 )
 """Block keys the loader itself reads, valid under every rope_type; a scheme may not declare them."""
 

@@ -49,17 +49,17 @@ def evaluate(config_dict: dict[str, Any], seq_len: int | None) -> dict[str, Any]
     layer_types = sorted(rotary.rope_type) if isinstance(rotary.rope_type, dict) else [None]
     layers = {}
     for layer_type in layer_types:
-        if seq_len is not None:
-            x = torch.zeros(1, seq_len, 8)
-            position_ids = torch.arange(seq_len)[None]
-            kwargs = {"layer_type": layer_type} if layer_type is not None else {}
-            rotary(x, position_ids, **kwargs)
+        kwargs = {"layer_type": layer_type} if layer_type is not None else {}
+        count = seq_len if seq_len is not None else 2  # 2 positions: the load-time regime
+        # The forward updates seq-len-dependent tables; cos at position 0 is the factor it applies
+        # (PhiMoE applies its mscale rather than the attention_scaling attribute).
+        cos, _ = rotary(torch.zeros(1, count, 8), torch.arange(count)[None], **kwargs)
         prefix = f"{layer_type}_" if layer_type is not None else ""
         inv_freq = getattr(rotary, f"{prefix}inv_freq")
-        scaling = getattr(rotary, f"{prefix}attention_scaling")
         layers[layer_type or "full_attention"] = {
             "inv_freq": inv_freq.double().tolist(),
-            "attention_factor": float(scaling),
+            "attention_factor": float(cos[0, 0, 0]),
+            "attention_scaling_attribute": float(getattr(rotary, f"{prefix}attention_scaling")),
         }
     return layers
 

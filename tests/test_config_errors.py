@@ -45,7 +45,7 @@ def with_change(path: str, value: Any) -> dict[str, Any]:
         ("rope_scaling.factor", float("inf"), "rope_scaling.factor", "finite"),
         ("rope_scaling.factor", 0.0, "rope_scaling.factor", ">= 1"),
         ("rope_scaling.factor", -2.0, "rope_scaling.factor", ">= 1"),
-        ("rope_scaling.high_freq_factor", 0.5, "rope_scaling.high_freq_factor", "greater than low_freq_factor"),
+        ("rope_scaling.high_freq_factor", 0.5, "rope_scaling.high_freq_factor", ">= low_freq_factor"),
         ("rope_scaling.original_max_position_embeddings", 8192.5, "original_max_position_embeddings", "integer"),
         ("rope_theta", 0, "rope_theta", "> 0"),
         ("rope_theta", -10000.0, "rope_theta", "> 0"),

@@ -170,3 +170,31 @@ def test_explicit_values_are_never_overwritten_by_defaults() -> None:
     params = ropekit.load(config).table.params
     assert (params["beta_fast"], params["beta_slow"], params["truncate"]) == (8.0, 1.0, False)
     assert ropekit.load(config).table.attention_factor == 0.5
+
+
+def test_mrope_alias_and_sections_are_exposed() -> None:
+    config = {"hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1e6,
+              "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}
+    table = ropekit.load(config).table
+    assert table.rope_type == "default"
+    assert table.mrope_section == (16, 24, 24) and table.mrope_interleaved is False
+    assert table.to_json()["mrope_section"] == [16, 24, 24]
+
+
+@pytest.mark.parametrize("key", ["mrope_interleaved", "interleaved"])
+def test_mrope_interleaved_and_its_synonym(key: str) -> None:
+    config = {"head_dim": 128, "rope_scaling": {"rope_type": "default", "mrope_section": [24, 20, 20], key: True}}
+    assert ropekit.load(config).table.mrope_interleaved is True
+    config["rope_scaling"].update({"mrope_interleaved": True, "interleaved": False})
+    with pytest.raises(ropekit.RopeConfigError, match="conflicts with mrope_interleaved") as caught:
+        ropekit.load(config)
+    assert caught.value.path == "rope_scaling.interleaved"
+
+
+def test_phimoe_mscale_is_the_attention_factor_in_its_regime() -> None:
+    config = {"hidden_size": 1024, "num_attention_heads": 16, "max_position_embeddings": 16384,
+              "original_max_position_embeddings": 4096,
+              "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 32, "long_factor": [2.0] * 32,
+                               "short_mscale": 1.1, "long_mscale": 1.3}}
+    table = ropekit.load(config).table
+    assert (table.attention_factor, table.at(4096).attention_factor, table.at(4097).attention_factor) == (1.1, 1.1, 1.3)

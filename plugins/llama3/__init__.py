@@ -27,18 +27,22 @@ def build(params: Params, geometry: Geometry, seq_len: int | None) -> Frequencie
     inv_freq = plain_inv_freq(geometry.theta, geometry.rotary_dim)
     wavelength = 2 * math.pi / inv_freq
     result = np.where(wavelength > original / low, inv_freq / factor, inv_freq)
-    in_band = (wavelength >= original / high) & (wavelength <= original / low)
+    in_band = (wavelength >= original / high) & (wavelength <= original / low) & (high > low)
     smooth = (original / wavelength[in_band] - low) / (high - low)
     result[in_band] = (1 - smooth) * result[in_band] / factor + smooth * result[in_band]
     return Frequencies(result)
 
 
 def check(params: Params, geometry: Geometry) -> Iterator[tuple[str, str]]:
-    """``high_freq_factor`` must exceed ``low_freq_factor`` (else the band is empty or inverted)."""
-    if params["high_freq_factor"] <= params["low_freq_factor"]:
+    """``high_freq_factor`` must not be below ``low_freq_factor`` (the band would be inverted).
+
+    Equal factors are valid (Llama 4 ships 1.0 and 1.0): the band is empty, every pair is either
+    kept or divided by ``factor``.
+    """
+    if params["high_freq_factor"] < params["low_freq_factor"]:
         yield (
             "high_freq_factor",
-            f"must be greater than low_freq_factor ({params['low_freq_factor']}), got {params['high_freq_factor']}",
+            f"must be >= low_freq_factor ({params['low_freq_factor']}), got {params['high_freq_factor']}",
         )
 
 

@@ -30,7 +30,7 @@ def build(params: Params, geometry: Geometry, seq_len: int | None) -> Frequencie
     long = _uses_long(params, seq_len)
     attention = params["attention_factor"]
     mscale = params["long_mscale" if long else "short_mscale"]
-    if mscale is not None and seq_len is not None:
+    if mscale is not None:  # PhiMoE: the regime's mscale is the cos/sin multiplier, at load time too
         attention = mscale
     elif attention is None:
         attention = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))

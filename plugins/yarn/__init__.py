@@ -115,6 +115,12 @@ SCHEME = Scheme(
         Key("mscale", "float", "Numerator weight of the mscale ratio (DeepSeek).", ge=0),
         Key("mscale_all_dim", "float", "Denominator weight of the mscale ratio (DeepSeek).", ge=0),
         Key(
+            "max_position_embeddings",
+            "int",
+            "Ministral-3 repeats it inside the block; like transformers, the table uses the top-level value.",
+            gt=0,
+        ),
+        Key(
             "llama_4_scaling_beta",
             "float",
             "Ministral-3/Mistral-4: query temperature used by the attention, not by this table (carried in params).",
