@@ -183,7 +183,7 @@ def test_mrope_alias_and_sections_are_exposed() -> None:
 
 @pytest.mark.parametrize("key", ["mrope_interleaved", "interleaved"])
 def test_mrope_interleaved_and_its_synonym(key: str) -> None:
-    config = {"head_dim": 128, "rope_scaling": {"rope_type": "default", "mrope_section": [24, 20, 20], key: True}}
+    config: dict[str, Any] = {"head_dim": 128, "rope_scaling": {"rope_type": "default", "mrope_section": [24, 20, 20], key: True}}
     assert ropekit.load(config).table.mrope_interleaved is True
     config["rope_scaling"].update({"mrope_interleaved": True, "interleaved": False})
     with pytest.raises(ropekit.RopeConfigError, match="conflicts with mrope_interleaved") as caught:
