@@ -257,8 +257,8 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ropekit",
         description="The RoPE tables a model's config.json declares, from the plugin registered for its rope_type.",
-        epilog="Exit status: 0 ok, 1 check-plugin found failures, 2 invalid input (the message names the key), "
-        "3 a plugin is at fault.",
+        epilog="Exit status: 0 ok; 1 check-plugin found failures or audit a mismatch; 2 invalid input (one line "
+        "naming the key or rope_type); 3 an installed plugin is at fault (one line naming its distribution).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
