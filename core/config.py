@@ -295,12 +295,18 @@ def _positive_int(view: ConfigView, name: str) -> int | None:
     return value
 
 
+MAX_THETA = 1e30
+"""Larger bases are refused: real models use up to ~1e9, and past this tables underflow."""
+
+
 def _positive_number(value: object, where: str) -> float:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise RopeConfigError(where, f"expected a number, got {value!r} ({type(value).__name__})")
     number = float(value)
     if not math.isfinite(number) or number <= 0:
         raise RopeConfigError(where, f"must be a finite number > 0, got {value!r}")
+    if number > MAX_THETA:
+        raise RopeConfigError(where, f"must be <= {MAX_THETA:g}, got {value!r}")
     return number
 
 

@@ -16,7 +16,10 @@ if TYPE_CHECKING:
 
     from .rotary import Layout
 
-__all__ = ["ModelRope", "RopeTable"]
+__all__ = ["MAX_SEQ_LEN", "ModelRope", "RopeTable"]
+
+MAX_SEQ_LEN = 1 << 40
+"""The longest sequence :meth:`RopeTable.at` accepts."""
 
 
 @attrs.frozen(eq=False)
@@ -53,8 +56,8 @@ class RopeTable:
 
         Equal to ``self`` for schemes that do not depend on the sequence length.
         """
-        if isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer)) or seq_len < 1:
-            raise RopeConfigError("seq_len", f"expected a positive integer, got {seq_len!r}")
+        if isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer)) or not 1 <= seq_len <= MAX_SEQ_LEN:
+            raise RopeConfigError("seq_len", f"expected an integer in [1, 2**40], got {seq_len!r}")
         if not self.seq_len_dependent or self._rebuild is None:
             return self
         frequencies = self._rebuild(int(seq_len))

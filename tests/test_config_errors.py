@@ -194,6 +194,10 @@ def test_errors_form_one_hierarchy() -> None:
           "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}},
          "rope_scaling.factor"),
         ({"num_hidden_layers": 339456928.0, "head_dim": 8}, "num_hidden_layers"),
+        ({"head_dim": 8, "max_position_embeddings": 64, "rope_scaling": {"rope_type": "dynamic", "factor": 1e300}},
+         "rope_scaling.factor"),
+        ({"head_dim": 8, "rope_scaling": {"rope_type": "linear", "factor": 5e-324}}, "rope_scaling.factor"),
+        ({"head_dim": 8, "rope_theta": 1e300}, "rope_theta"),
         ({"head_dim": 18219869514374560}, "head_dim"),
     ],
 )
@@ -201,6 +205,14 @@ def test_fuzz_regressions_are_config_errors(config: dict[str, Any], path: str) -
     with pytest.raises(ropekit.RopeConfigError) as caught:
         ropekit.load(config)
     assert caught.value.path == path
+
+
+def test_dynamic_large_factor_is_exactly_plain_at_load() -> None:
+    config = {"head_dim": 64, "max_position_embeddings": 4096, "rope_scaling": {"rope_type": "dynamic", "factor": 1e5}}
+    table = ropekit.load(config).table
+    np.testing.assert_array_equal(table.inv_freq, ropekit.plain_inv_freq(10000.0, 64))
+    with pytest.raises(ropekit.RopeConfigError, match=r"seq_len"):
+        table.at(1 << 41)
 
 
 def test_yarn_with_an_enormous_beta_still_builds() -> None:

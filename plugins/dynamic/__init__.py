@@ -25,7 +25,9 @@ def scaled_base(params: Params, geometry: Geometry, seq_len: int | None) -> floa
     length = max(seq_len or max_positions, max_positions)
     factor = params["factor"]
     dim = geometry.rotary_dim
-    growth = float(factor * length / max_positions - (factor - 1)) ** (dim / (dim - 2))
+    # transformers' factor * length / max - (factor - 1), rearranged so that it is exactly 1 at
+    # length == max whatever the factor (the original cancels catastrophically for large factors)
+    growth = float(factor * (length / max_positions - 1) + 1) ** (dim / (dim - 2))
     return float(geometry.theta * growth)
 
 
@@ -59,7 +61,7 @@ SCHEME = Scheme(
     landmarks=lambda params, geometry: {"max_position_embeddings": geometry.max_position_embeddings or 0},
     # factor >= 1 keeps factor * seq_len / max_pos - (factor - 1) >= 1 for seq_len >= max_pos,
     # so the scaled base can never become non-positive (or shrink below theta).
-    keys=(Key("factor", "float", "NTK scaling factor.", required=True, ge=1),),
+    keys=(Key("factor", "float", "NTK scaling factor.", required=True, ge=1, le=1e6),),
 )
 
 

@@ -18,7 +18,7 @@ SCHEME = Scheme(
     name="linear",
     doc="Linear position interpolation (kaiokendev): plain RoPE / factor.",
     build=build,
-    keys=(Key("factor", "float", "Positions are divided by this.", required=True, gt=0),),
+    keys=(Key("factor", "float", "Positions are divided by this.", required=True, ge=1e-6, le=1e6),),
     examples=EXAMPLES,
 )
 

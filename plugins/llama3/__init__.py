@@ -63,7 +63,7 @@ SCHEME = Scheme(
     check=check,
     landmarks=landmarks,
     keys=(
-        Key("factor", "float", "Divisor of the low-frequency pairs (8: Llama-3.1, 32: 3.2).", required=True, ge=1),
+        Key("factor", "float", "Low-frequency divisor (8: Llama-3.1, 32: 3.2).", required=True, ge=1, le=1e6),
         Key("low_freq_factor", "float", "original_max / this: long-wavelength edge.", required=True, gt=0),
         Key("high_freq_factor", "float", "original_max / this: short-wavelength edge.", required=True, gt=0),
         Key(

@@ -60,7 +60,8 @@ SCHEME = Scheme(
             "float_list",
             "Per-pair divisors for sequences within the original length.",
             required=True,
-            gt=0,
+            ge=1e-6,
+            le=1e6,
             per_pair=True,
         ),
         Key(
@@ -68,7 +69,8 @@ SCHEME = Scheme(
             "float_list",
             "Per-pair divisors for sequences beyond the original length.",
             required=True,
-            gt=0,
+            ge=1e-6,
+            le=1e6,
             per_pair=True,
         ),
         Key(

@@ -31,7 +31,7 @@ SCHEME = Scheme(
     doc="Gemma-4 proportional RoPE: exponents over head_dim, pairs past partial_rotary_factor not rotated.",
     build=build,
     covers_head=True,
-    keys=(Key("factor", "float", "Divisor of every frequency (linear scaling).", default=1.0, gt=0),),
+    keys=(Key("factor", "float", "Divisor of every frequency (linear scaling).", default=1.0, ge=1e-6, le=1e6),),
 )
 
 

@@ -72,8 +72,8 @@ def check(params: Params, geometry: Geometry) -> Iterator[tuple[str, str]]:
     """Cross-key rules: a factor must be known, and beta_fast must exceed beta_slow."""
     if params["factor"] is None and geometry.max_position_embeddings is None:
         yield "factor", "missing, and max_position_embeddings is absent too (factor defaults to max / original)"
-    elif _factor(params, geometry) <= 0:
-        yield "factor", f"must be > 0, got {_factor(params, geometry)}"
+    elif not 1e-6 <= _factor(params, geometry) <= 1e6:
+        yield "factor", f"max_position_embeddings / original gives {_factor(params, geometry)}; must be in [1e-6, 1e6]"
     if geometry.theta <= 1:
         yield "factor", f"YaRN divides by ln(rope_theta): rope_theta must be > 1, got {geometry.theta}"
     if params["beta_fast"] <= params["beta_slow"]:
@@ -97,7 +97,8 @@ SCHEME = Scheme(
     check=check,
     landmarks=landmarks,
     keys=(
-        Key("factor", "float", "Context extension ratio; absent: max_position_embeddings / original.", gt=0),
+        Key("factor", "float", "Context extension ratio; absent: max_position_embeddings / original.",
+            ge=1e-6, le=1e6),
         Key(
             "original_max_position_embeddings",
             "int",
@@ -112,8 +113,8 @@ SCHEME = Scheme(
         Key("beta_slow", "float", "Pairs rotating less often than this are fully interpolated.", default=1.0, gt=0),
         Key("truncate", "bool", "Round the ramp's edges to whole pairs (floor/ceil).", default=True),
         Key("attention_factor", "float", "Explicit cos/sin multiplier; wins over the mscale rule.", gt=0),
-        Key("mscale", "float", "Numerator weight of the mscale ratio (DeepSeek).", ge=0),
-        Key("mscale_all_dim", "float", "Denominator weight of the mscale ratio (DeepSeek).", ge=0),
+        Key("mscale", "float", "Numerator weight of the mscale ratio (DeepSeek).", ge=0, le=1e6),
+        Key("mscale_all_dim", "float", "Denominator weight of the mscale ratio (DeepSeek).", ge=0, le=1e6),
         Key(
             "max_position_embeddings",
             "int",
