@@ -73,6 +73,7 @@ class Registry:
         self._claims: dict[str, tuple[PluginInfo, ...]] | None = None
         self._local: dict[str, tuple[object, PluginInfo]] = {}
         self._schemes: dict[str, Scheme] = {}
+        self._owners: dict[str, PluginInfo] = {}  # scheme name -> who serves it, for build()'s errors
         self._failures: dict[str, PluginError] = {}
         self._manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self._manager.add_hookspecs(hookspecs)
@@ -122,6 +123,7 @@ class Registry:
         with self._lock:
             self._local[name] = (plugin, PluginInfo(name, repr(plugin), distribution, version))
             self._schemes.pop(name, None)
+            self._owners.pop(name, None)
             self._failures.pop(name, None)
 
     def scheme(self, rope_type: str, *, path: str = "rope_type") -> Scheme:
@@ -148,6 +150,7 @@ class Registry:
                     self._failures[rope_type] = error
                 raise
             self._schemes[rope_type] = scheme
+            self._owners.setdefault(scheme.name, claims[0])
             return scheme
 
     def build(self, scheme: Scheme, params: Params, geometry: Geometry, seq_len: int | None) -> Frequencies:
@@ -164,10 +167,11 @@ class Registry:
     # -- internals --------------------------------------------------------------------------
 
     def _info(self, rope_type: str) -> PluginInfo:
+        owner = self._owners.get(rope_type)
+        if owner is not None:
+            return owner
         claims = self.claims().get(rope_type)
-        if claims:
-            return claims[0]
-        return PluginInfo(rope_type, "?", "<unknown distribution>", "?")
+        return claims[0] if claims else PluginInfo(rope_type, "?", "<unknown distribution>", "?")
 
     def _block_reason(self, info: PluginInfo) -> str:
         if info.rope_type in self._blocked:

@@ -81,6 +81,16 @@ def test_hook_name_typo_is_named(make_dist: MakeDist, registry: Registry) -> Non
         registry.scheme("halve")
 
 
+def test_hookimpl_that_fails_pluggy_validation_leaves_nothing_behind(make_dist: MakeDist, registry: Registry) -> None:
+    source = plugin_source("halve").replace("def ropekit_scheme():", "def ropekit_scheme(config):")
+    make_dist("ropekit-args", {"halve": "args_plugin"}, {"args_plugin": source})
+    with pytest.raises(ropekit.PluginLoadError, match=r"ropekit-args.*invalid hook"):
+        registry.scheme("halve")
+    # pluggy < 1.7 left such a plugin half-registered; the next plugin must still load cleanly
+    assert ropekit.load({"head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": 2.0}},
+                        registry=registry).table.rope_type == "linear"
+
+
 def test_hook_returning_wrong_type(make_dist: MakeDist, registry: Registry) -> None:
     source = "from ropekit import hookimpl\n@hookimpl\ndef ropekit_scheme():\n    return {'name': 'halve'}\n"
     make_dist("ropekit-dict", {"halve": "dict_plugin"}, {"dict_plugin": source})
@@ -147,9 +157,15 @@ def test_in_process_registration(registry: Registry) -> None:
     np.testing.assert_allclose(table.inv_freq, ropekit.plain_inv_freq(10000.0, 8) / 4, rtol=1e-15)
 
 
-def test_concurrent_first_loads_agree() -> None:
+def test_concurrent_first_loads_agree(make_dist: MakeDist) -> None:
+    # two third-party plugins never imported before, plus built-ins: first loads race in 32 threads
+    make_dist("ropekit-race-a", {"race_a": "race_a_plugin"}, {"race_a_plugin": plugin_source("race_a")})
+    make_dist("ropekit-race-b", {"race_b": "race_b_plugin"}, {"race_b_plugin": plugin_source("race_b")})
     registry = Registry(read_env=False)
     configs = [
+        {"head_dim": 64, "rope_scaling": {"rope_type": "race_a", "alpha": 2.0}},
+        {"head_dim": 64, "rope_scaling": {"rope_type": "race_b", "alpha": 3.0}},
+    ] + [
         {"head_dim": 64, "max_position_embeddings": 65536, "rope_scaling": {"rope_type": name, **extra}}
         for name, extra in [
             ("llama3", {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -166,7 +182,7 @@ def test_concurrent_first_loads_agree() -> None:
     def work(index: int) -> None:
         try:
             barrier.wait()
-            results[index] = ropekit.load(configs[index % 4], registry=registry).table.inv_freq.tolist()
+            results[index] = ropekit.load(configs[index % 6], registry=registry).table.inv_freq.tolist()
         except BaseException as error:
             errors.append(error)
 
@@ -176,5 +192,7 @@ def test_concurrent_first_loads_agree() -> None:
     for thread in threads:
         thread.join()
     assert not errors
+    assert len(results) == 32
     for index, values in results.items():
-        assert values == results[index % 4]
+        assert values == results[index % 6]
+    np.testing.assert_allclose(results[0], ropekit.plain_inv_freq(10000.0, 64) / 2, rtol=1e-15)
