@@ -181,9 +181,9 @@ def _block(view: ConfigView, layer_type: str, path: str, block: Any) -> RopeBloc
         raise RopeConfigError(path, f"expected an object, got {block!r}")
     rope_type, rope_type_path = _rope_type(block, path)
     theta = _theta(view, layer_type, block, path)
-    factor = _partial_rotary_factor(view, block, path)
+    head_dim, factor = _head_dim_and_factor(view, layer_type, block, path)
     geometry = Geometry(
-        head_dim=_head_dim(view, layer_type),
+        head_dim=head_dim,
         theta=theta,
         partial_rotary_factor=factor,
         max_position_embeddings=_positive_int(view, "max_position_embeddings"),
@@ -235,7 +235,8 @@ def _theta(view: ConfigView, layer_type: str, block: Mapping[str, Any], path: st
     return DEFAULT_THETA
 
 
-def _partial_rotary_factor(view: ConfigView, block: Mapping[str, Any], path: str) -> float:
+def _partial_rotary_factor(view: ConfigView, block: Mapping[str, Any], path: str) -> tuple[float, str | None]:
+    """The factor and where it was declared (``None``: not declared, 1.0)."""
     candidates = [(f"{path}.partial_rotary_factor", block.get("partial_rotary_factor"))]
     for name in ("partial_rotary_factor", "rotary_pct"):
         candidates.append((view.path(name), view.get(name)))
@@ -244,24 +245,48 @@ def _partial_rotary_factor(view: ConfigView, block: Mapping[str, Any], path: str
             factor = _positive_number(value, where)
             if factor > 1:
                 raise RopeConfigError(where, f"must be in (0, 1], got {value!r}")
-            return factor
-    return 1.0
+            return factor, where
+    return 1.0, None
 
 
-def _head_dim(view: ConfigView, layer_type: str) -> int:
-    head_dim = _raw_head_dim(view, layer_type)
-    if head_dim > MAX_HEAD_DIM:
-        problem = f"head dim {head_dim} exceeds {MAX_HEAD_DIM}; is the config right?"
-        raise RopeConfigError(view.path("head_dim"), problem)
-    return head_dim
+def _head_dim_and_factor(
+    view: ConfigView, layer_type: str, block: Mapping[str, Any], path: str
+) -> tuple[int, float]:
+    """``(head_dim, partial_rotary_factor)`` for one layer type.
+
+    MLA models (DeepSeek, Mistral-4) rotate ``qk_rope_head_dim`` channels. DeepSeek states no
+    partial_rotary_factor: the rotated head is ``qk_rope_head_dim``. Mistral-4 states one over the
+    whole head (``qk_nope_head_dim + qk_rope_head_dim``); it must then give ``qk_rope_head_dim``.
+    """
+    factor, factor_path = _partial_rotary_factor(view, block, path)
+    if view.get("qk_rope_head_dim") is None:
+        return _bounded(view, "head_dim", _raw_head_dim(view, layer_type)), factor
+    rope = _bounded(view, "qk_rope_head_dim", _required_int(view, "qk_rope_head_dim"))
+    if factor_path is None:
+        return rope, 1.0
+    nope = _positive_int(view, "qk_nope_head_dim")
+    whole = _positive_int(view, "head_dim") or (nope + rope if nope is not None else rope)
+    whole = _bounded(view, "head_dim", whole)
+    if int(whole * factor) != rope:
+        raise RopeConfigError(
+            factor_path,
+            f"int(head_dim {whole} * {factor}) = {int(whole * factor)} rotated channels, but qk_rope_head_dim "
+            f"is {rope}; they must agree",
+        )
+    return whole, factor
+
+
+def _bounded(view: ConfigView, name: str, value: int) -> int:
+    if value > MAX_HEAD_DIM:
+        raise RopeConfigError(view.path(name), f"head dim {value} exceeds {MAX_HEAD_DIM}; is the config right?")
+    return value
 
 
 def _raw_head_dim(view: ConfigView, layer_type: str) -> int:
     if layer_type == FLAT_LAYER_TYPE and view.get("global_head_dim") is not None:  # Gemma-4 global layers
         return _required_int(view, "global_head_dim")
-    for name in ("qk_rope_head_dim", "head_dim"):  # DeepSeek's rotary part first
-        if view.get(name) is not None:
-            return _required_int(view, name)
+    if view.get("head_dim") is not None:
+        return _required_int(view, "head_dim")
     hidden = _positive_int(view, "hidden_size")
     heads = _positive_int(view, "num_attention_heads")
     if hidden is None or heads is None:

@@ -137,7 +137,11 @@ class ModelRope:
             return self.table
         if not self.layer_types:
             raise LookupError("the config declares per-layer-type rope parameters but no layer_types")
-        return self[self.layer_types[index]]
+        layer_type = self.layer_types[index]
+        if layer_type not in self.tables:
+            raise KeyError(f"layer {index} is a {layer_type!r} layer, which has no rope parameters "
+                           f"(rope layer types: {sorted(self.tables)})")
+        return self.tables[layer_type]
 
     def at(self, seq_len: int) -> ModelRope:
         """Every table at ``seq_len`` (see :meth:`RopeTable.at`)."""

@@ -198,3 +198,26 @@ def test_phimoe_mscale_is_the_attention_factor_in_its_regime() -> None:
                                "short_mscale": 1.1, "long_mscale": 1.3}}
     table = ropekit.load(config).table
     assert (table.attention_factor, table.at(4096).attention_factor, table.at(4097).attention_factor) == (1.1, 1.1, 1.3)
+
+
+def test_mla_rotary_dim_with_and_without_partial_factor() -> None:
+    deepseek = {"hidden_size": 7168, "num_attention_heads": 128, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128}
+    assert ropekit.load(deepseek).table.rotary_dim == 64
+    mistral4 = {**deepseek, "qk_nope_head_dim": 64, "rope_parameters": {"rope_type": "default",
+                                                                       "partial_rotary_factor": 0.5}}
+    table = ropekit.load(mistral4).table
+    assert (table.head_dim, table.rotary_dim) == (128, 64)
+    mistral4["rope_parameters"]["partial_rotary_factor"] = 0.25
+    with pytest.raises(ropekit.RopeConfigError, match="qk_rope_head_dim is 64") as caught:
+        ropekit.load(mistral4)
+    assert caught.value.path == "rope_parameters.partial_rotary_factor"
+
+
+def test_layers_without_rope_are_named() -> None:
+    config = {"head_dim": 64, "layer_types": ["conv", "sliding_attention", "full_attention"],
+              "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                                  "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
+    model = ropekit.load(config)
+    assert model.for_layer(2).params["rope_theta"] == 1e6
+    with pytest.raises(KeyError, match="layer 0 is a 'conv' layer, which has no rope parameters"):
+        model.for_layer(0)
