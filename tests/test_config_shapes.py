@@ -203,7 +203,7 @@ def test_phimoe_mscale_is_the_attention_factor_in_its_regime() -> None:
 def test_mla_rotary_dim_with_and_without_partial_factor() -> None:
     deepseek = {"hidden_size": 7168, "num_attention_heads": 128, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128}
     assert ropekit.load(deepseek).table.rotary_dim == 64
-    mistral4 = {**deepseek, "qk_nope_head_dim": 64, "rope_parameters": {"rope_type": "default",
+    mistral4: dict[str, Any] = {**deepseek, "qk_nope_head_dim": 64, "rope_parameters": {"rope_type": "default",
                                                                        "partial_rotary_factor": 0.5}}
     table = ropekit.load(mistral4).table
     assert (table.head_dim, table.rotary_dim) == (128, 64)
