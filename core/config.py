@@ -366,7 +366,7 @@ def _layer_types(view: ConfigView, per_type: bool) -> tuple[str, ...]:
     if layers is not None and layers > MAX_LAYERS:
         problem = f"{layers} layers exceeds {MAX_LAYERS}; is the config right?"
         raise RopeConfigError(view.path("num_hidden_layers"), problem)
-    if not per_type:
+    if declared is None and not per_type:
         return (FLAT_LAYER_TYPE,) * (layers or 0)
     if declared is None:
         pattern = view.get("sliding_window_pattern", 6 if "rope_local_base_freq" in view else None)

@@ -111,7 +111,9 @@ class ModelRope:
     """Every layer type's table for one model.
 
     ``layer_types`` has one entry per layer, named as transformers names them (empty when the
-    config does not say); a flat config has the single type ``full_attention``.
+    config does not say). A flat config has the single table ``full_attention``, which every
+    layer uses; if it declares ``layer_types`` (sliding, linear-attention or conv layers) they are
+    reported as declared, so a forward can see which layers rotate at all.
     """
 
     tables: Mapping[str, RopeTable]

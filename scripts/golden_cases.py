@@ -172,6 +172,13 @@ CASES: list[tuple[str, dict[str, Any], list[int | None]]] = [
                                                        "beta_slow": 1.0, "mscale_all_dim": 1.0, "mscale": 1.0,
                                                        "llama_4_scaling_beta": 0.1,
                                                        "partial_rotary_factor": 0.5}}, [None]),
+    ("yarn-mrope-qwen3.5-text-config", {"model_type": "qwen3_5", "text_config": {
+        "head_dim": 256, "hidden_size": 2048, "num_attention_heads": 8, "num_key_value_heads": 2,
+        "num_hidden_layers": 4, "max_position_embeddings": 262144,
+        "layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"],
+        "rope_parameters": {"mrope_interleaved": True, "mrope_section": [11, 11, 10], "rope_type": "yarn",
+                            "rope_theta": 10000000, "partial_rotary_factor": 0.25, "factor": 4.0,
+                            "original_max_position_embeddings": 262144}}}, [None]),
     ("mrope-qwen2-vl", {"model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28,
                         "num_hidden_layers": 1, "max_position_embeddings": 32768, "rope_theta": 1000000.0,
                         "rope_scaling": {"type": "default", "mrope_section": [16, 24, 24]}}, [None]),

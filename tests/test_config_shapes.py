@@ -221,3 +221,12 @@ def test_layers_without_rope_are_named() -> None:
     assert model.for_layer(2).params["rope_theta"] == 1e6
     with pytest.raises(KeyError, match="layer 0 is a 'conv' layer, which has no rope parameters"):
         model.for_layer(0)
+
+
+def test_flat_config_reports_declared_layer_types() -> None:
+    config = {"head_dim": 256, "partial_rotary_factor": 0.25, "rope_theta": 1e7, "num_hidden_layers": 4,
+              "layer_types": ["linear_attention"] * 3 + ["full_attention"]}
+    model = ropekit.load(config)
+    assert list(model.tables) == ["full_attention"]
+    assert model.layer_types == ("linear_attention",) * 3 + ("full_attention",)
+    assert model.for_layer(3) is model.table
