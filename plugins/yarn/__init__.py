@@ -76,8 +76,8 @@ def check(params: Params, geometry: Geometry) -> Iterator[tuple[str, str]]:
         yield "factor", f"max_position_embeddings / original gives {_factor(params, geometry)}; must be in [1e-6, 1e6]"
     if geometry.theta <= 1:
         yield "factor", f"YaRN divides by ln(rope_theta): rope_theta must be > 1, got {geometry.theta}"
-    if params["beta_fast"] <= params["beta_slow"]:
-        yield "beta_fast", f"must be greater than beta_slow ({params['beta_slow']}), got {params['beta_fast']}"
+    if params["beta_fast"] < params["beta_slow"]:  # equal is valid: Kimi-K2 ships 1.0 and 1.0
+        yield "beta_fast", f"must be >= beta_slow ({params['beta_slow']}), got {params['beta_fast']}"
 
 
 def landmarks(params: Params, geometry: Geometry) -> dict[str, float]:
