@@ -30,7 +30,7 @@ from .config import parse_config
 from .errors import PluginError, RopeConfigError, RopekitError
 from .loader import load
 from .registry import Registry, default_registry
-from .scheme import Example, Scheme
+from .scheme import Example, Key, Scheme
 from .table import RopeTable
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "check_declaration",
     "check_entry_point",
     "check_examples",
+    "check_extreme_values",
     "check_no_mutation",
     "check_rejects_bad_input",
     "check_seq_len_thresholds",
@@ -285,6 +286,57 @@ def check_rejects_bad_input(rope_type: str, *, registry: Registry | None = None)
         raise _fail(rope_type, check, f"{what} ({name}={value!r}) was accepted")
 
 
+def _extremes(key: Key) -> list[Any]:
+    """Valid values at the edges of ``key``'s range (or far out, where it is unbounded)."""
+    if key.kind == "bool":
+        return []
+    low = key.ge if key.ge is not None else (key.gt * (1 + 1e-9) + 1e-300 if key.gt is not None else -1e300)
+    high = key.le if key.le is not None else (key.lt * (1 - 1e-9) if key.lt is not None else 1e300)
+    values: list[Any] = [low, high]
+    if key.gt is not None and key.gt == 0 and key.ge is None:
+        values.append(5e-324)  # the smallest positive float
+    if key.kind in ("int", "int_list"):
+        values = [math.ceil(low) if abs(low) < 1e18 else -(10**18), int(high) if high < 1e18 else 10**18]
+    if key.kind.endswith("_list"):
+        return [("fill", value) for value in values]
+    return values
+
+
+def check_extreme_values(rope_type: str, *, registry: Registry | None = None) -> None:
+    """Every value a key declares valid (the edges of its range; far out where unbounded) either
+    gives a valid table or a RopeConfigError: never NaN, infinities, zeros or a raising builder,
+    which users would see as this plugin's fault. Declare bounds (``ge``/``le``) to refuse values
+    the scheme cannot serve."""
+    registry = registry or default_registry()
+    check = "extreme_values"
+    scheme = _scheme(rope_type, check, registry)
+    example = next(iter(scheme.examples), None)
+    if example is None:
+        raise _fail(rope_type, check, "no example to derive values from")
+    where = _block_location(example.config, example.layer_type)
+    if where is None:
+        raise _fail(rope_type, check, f"example {example.name!r} has no rope block for {example.layer_type!r}")
+    base = load(example.config, registry=registry)[example.layer_type]
+    for key in scheme.keys:
+        for value in _extremes(key):
+            if isinstance(value, tuple):
+                value = [value[1]] * len(base.inv_freq)
+            config = _with_block_change(example.config, where, rope_type, key.name, value)
+            try:
+                table = load(config, registry=registry)[example.layer_type]
+                lengths = ((table.switch_at or 0) + 1, 1 << 20) if table.seq_len_dependent else ()
+                tables = [table, *(table.at(length) for length in lengths)]
+            except RopeConfigError:
+                continue
+            except RopekitError as error:
+                raise _fail(rope_type, check, f"{key.name}={value!r} is declared valid but fails: {error}") from error
+            for candidate in tables:
+                problems = list(_table_problems(candidate, scheme))
+                if problems:
+                    raise _fail(rope_type, check, f"{key.name}={value!r} is declared valid but gives: "
+                                + "; ".join(problems))
+
+
 def check_seq_len_thresholds(rope_type: str, *, registry: Registry | None = None) -> None:
     """Up to ``switch_at`` the table is the load-time table; past it, tables are valid and
     deterministic. Schemes independent of seq_len give the same table at every length."""
@@ -328,6 +380,7 @@ _CHECK_FUNCTIONS: dict[str, CheckFunction] = {
     "table_properties": check_table_properties,
     "no_mutation": check_no_mutation,
     "rejects_bad_input": check_rejects_bad_input,
+    "extreme_values": check_extreme_values,
     "seq_len_thresholds": check_seq_len_thresholds,
 }
 CHECKS: tuple[str, ...] = tuple(_CHECK_FUNCTIONS)

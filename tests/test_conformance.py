@@ -118,3 +118,25 @@ def test_pytest_helper_ids_and_expected_failures(pytester: pytest.Pytester) -> N
 def test_expected_failures_must_name_real_checks() -> None:
     with pytest.raises(ValueError, match="unknown checks"):
         conformance_suite("default", expected_failures={"exmaples": "typo"})
+
+
+OVERFLOW_PLUGIN = """
+from ropekit import Example, Frequencies, Key, Scheme, hookimpl, plain_inv_freq
+
+@hookimpl
+def ropekit_scheme():
+    return Scheme(
+        name="fragile", doc="divides by a key it never bounded",
+        build=lambda p, g, s: Frequencies(plain_inv_freq(g.theta, g.rotary_dim) / p["divisor"]),
+        keys=(Key("divisor", "float", "divisor", required=True, gt=0),),
+        examples=(Example("d4", {"head_dim": 4, "rope_scaling": {"rope_type": "fragile", "divisor": 4.0}},
+                          (0.25, 0.0025)),),
+    )
+"""
+
+
+def test_unbounded_key_that_overflows_fails_extreme_values(make_dist: MakeDist) -> None:
+    make_dist("ropekit-fragile", {"fragile": "fragile_plugin"}, {"fragile_plugin": OVERFLOW_PLUGIN})
+    failed = _failed("fragile", Registry(read_env=False))
+    assert set(failed) == {"extreme_values"}
+    assert "divisor=5e-324 is declared valid but" in failed["extreme_values"]

@@ -38,7 +38,8 @@ SCHEME = Scheme(
     doc="Static NTK-aware scaling (HunYuan): base = theta * alpha ** (d / (d - 2)).",
     build=build,
     check=check,
-    keys=(Key("alpha", "float", "Base multiplier; 1 is plain RoPE.", required=True, ge=1),),
+    # The upper bound keeps theta * alpha ** (d / (d - 2)) finite; HunYuan ships alpha = 1000.
+    keys=(Key("alpha", "float", "Base multiplier; 1 is plain RoPE.", required=True, ge=1, le=1e6),),
     examples=(
         # Exact by hand: d = 4, d / (d - 2) = 2, base = 10000 * 16**2 = 2,560,000, sqrt = 1600.
         Example(
