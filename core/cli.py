@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -337,11 +338,20 @@ def _version() -> str:
     return __version__
 
 
+def _show_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None
+) -> None:
+    print(f"ropekit: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     args = _build_parser().parse_args(argv)
     try:
-        status = args.handler(args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")  # the CLI reports warnings; it never turns them into errors
+            warnings.showwarning = _show_warning  # one line per warning, no source excerpt
+            status = args.handler(args)
     except RopeConfigError as error:
         print(f"ropekit: error: {error}", file=sys.stderr)
         return EXIT_INPUT

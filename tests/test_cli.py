@@ -105,3 +105,14 @@ def test_python_dash_m_entry_point() -> None:
     bad = subprocess.run([sys.executable, "-m", "ropekit", "table", "/nonexistent/config.json"],
                          capture_output=True, text=True, check=False)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_lenient_warns_in_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": 2.0, "extra": 1}}))
+    assert main(["table", str(path), "--json"]) == 2
+    capsys.readouterr()
+    assert main(["table", str(path), "--json", "--lenient"]) == 0
+    err = capsys.readouterr().err
+    assert err == ("ropekit: warning: rope_scaling.extra: unknown key for rope_type 'linear'; "
+                   "its keys are: factor (ignored)\n")
