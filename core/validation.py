@@ -98,8 +98,12 @@ def validate_params(
     known = {key.name for key in scheme.keys} | LOADER_KEYS
     for name in block:
         if name not in known:
+            import difflib
+
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             valid = ", ".join(sorted(key.name for key in scheme.keys)) or "none besides rope_theta"
-            problem = f"unknown key for rope_type {scheme.name!r}; its keys are: {valid}"
+            problem = f"unknown key for rope_type {scheme.name!r}; {hint}its keys are: {valid}"
             if strict:
                 raise RopeConfigError(f"{block_path}.{name}", problem)
             warnings.warn(f"{block_path}.{name}: {problem} (ignored)", UserWarning, stacklevel=3)

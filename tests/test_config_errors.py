@@ -84,6 +84,12 @@ def test_unknown_rope_type_never_falls_back_to_plain() -> None:
         ropekit.load(config)
 
 
+def test_unknown_key_suggests_the_close_one() -> None:
+    with pytest.raises(ropekit.RopeConfigError, match="did you mean 'low_freq_factor'") as caught:
+        ropekit.load(with_change("rope_scaling.low_freq_factr", 1.0))
+    assert caught.value.path == "rope_scaling.low_freq_factr"
+
+
 def test_wrong_length_factor_list() -> None:
     config = {"hidden_size": 3072, "num_attention_heads": 32, "max_position_embeddings": 131072,
               "original_max_position_embeddings": 4096,
