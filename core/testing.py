@@ -254,18 +254,24 @@ def _bad_values(kind: str) -> list[tuple[str, Any]]:
     return [("a wrong type", "1"), ("a list holding a string", ["1"])]
 
 
+def _first_example(rope_type: str, check: str, registry: Registry) -> tuple[Scheme, Example, list[str]]:
+    """The scheme, its first example and the JSON path of that example's rope block, to vary."""
+    scheme = _scheme(rope_type, check, registry)
+    example = next(iter(scheme.examples), None)
+    if example is None:
+        raise _fail(rope_type, check, "no example to derive configs from")
+    where = _block_location(example.config, example.layer_type)
+    if where is None:
+        raise _fail(rope_type, check, f"example {example.name!r} has no rope block for {example.layer_type!r}")
+    return scheme, example, where
+
+
 def check_rejects_bad_input(rope_type: str, *, registry: Registry | None = None) -> None:
     """Dropping each required key, adding an unknown key, a wrong type, a bool for a number and
     NaN each raise RopeConfigError whose path names the key."""
     registry = registry or default_registry()
     check = "rejects_bad_input"
-    scheme = _scheme(rope_type, check, registry)
-    example = next(iter(scheme.examples), None)
-    if example is None:
-        raise _fail(rope_type, check, "no example to derive bad inputs from")
-    where = _block_location(example.config, example.layer_type)
-    if where is None:
-        raise _fail(rope_type, check, f"example {example.name!r} has no rope block for {example.layer_type!r}")
+    scheme, example, where = _first_example(rope_type, check, registry)
     cases: list[tuple[str, str, Any]] = [(UNKNOWN_KEY, "an unknown key", 1.0)]
     for key in scheme.keys:
         if key.required and key.config_fallback is None and not key.default_from_max_positions:
@@ -286,8 +292,9 @@ def check_rejects_bad_input(rope_type: str, *, registry: Registry | None = None)
         raise _fail(rope_type, check, f"{what} ({name}={value!r}) was accepted")
 
 
-def _extremes(key: Key) -> list[Any]:
-    """Valid values at the edges of ``key``'s range (or far out, where it is unbounded)."""
+def _extremes(key: Key, pairs: int) -> list[Any]:
+    """Valid values at the edges of ``key``'s range (or far out, where it is unbounded); a list
+    key gets lists of ``pairs`` such values."""
     if key.kind == "bool":
         return []
     low = key.ge if key.ge is not None else (key.gt * (1 + 1e-9) + 1e-300 if key.gt is not None else -1e300)
@@ -297,9 +304,7 @@ def _extremes(key: Key) -> list[Any]:
         values.append(5e-324)  # the smallest positive float
     if key.kind in ("int", "int_list"):
         values = [math.ceil(low) if abs(low) < 1e18 else -(10**18), int(high) if high < 1e18 else 10**18]
-    if key.kind.endswith("_list"):
-        return [("fill", value) for value in values]
-    return values
+    return [[value] * pairs for value in values] if key.kind.endswith("_list") else values
 
 
 def check_extreme_values(rope_type: str, *, registry: Registry | None = None) -> None:
@@ -309,18 +314,10 @@ def check_extreme_values(rope_type: str, *, registry: Registry | None = None) ->
     the scheme cannot serve."""
     registry = registry or default_registry()
     check = "extreme_values"
-    scheme = _scheme(rope_type, check, registry)
-    example = next(iter(scheme.examples), None)
-    if example is None:
-        raise _fail(rope_type, check, "no example to derive values from")
-    where = _block_location(example.config, example.layer_type)
-    if where is None:
-        raise _fail(rope_type, check, f"example {example.name!r} has no rope block for {example.layer_type!r}")
-    base = load(example.config, registry=registry)[example.layer_type]
+    scheme, example, where = _first_example(rope_type, check, registry)
+    pairs = len(_table(example, registry, rope_type, check).inv_freq)
     for key in scheme.keys:
-        for value in _extremes(key):
-            if isinstance(value, tuple):
-                value = [value[1]] * len(base.inv_freq)
+        for value in _extremes(key, pairs):
             config = _with_block_change(example.config, where, rope_type, key.name, value)
             try:
                 table = load(config, registry=registry)[example.layer_type]
