@@ -86,7 +86,41 @@ def _table(example: Example, registry: Registry, rope_type: str, check: str) -> 
         table = model[example.layer_type]
         return table.at(example.seq_len) if example.seq_len is not None else table
     except (RopekitError, KeyError) as error:
-        raise _fail(rope_type, check, f"example {example.name!r} does not load: {error}") from error
+        advice = (" (no examples are declared, so the suite synthesized this config from the keys' ranges; "
+                  "declare an Example whose config loads)") if not example.inv_freq else ""
+        raise _fail(rope_type, check, f"example {example.name!r} does not load: {error}{advice}") from error
+
+
+def _probe_value(key: Key) -> Any:
+    """A valid value for ``key``: its default, else 1 (or 4096 for ints) moved inside its range."""
+    if key.default is not None:
+        return key.default
+    if key.kind == "bool":
+        return True
+    value = 4096.0 if key.kind in ("int", "int_list") else 1.0
+    if key.ge is not None:
+        value = max(value, key.ge)
+    if key.gt is not None and value <= key.gt:
+        value = key.gt + 1.0
+    if key.le is not None:
+        value = min(value, key.le)
+    if key.lt is not None and value >= key.lt:
+        value = key.lt - 1.0 if key.gt is None or key.lt - 1.0 > key.gt else (key.lt + (key.gt or 0.0)) / 2
+    return int(value) if key.kind in ("int", "int_list") else value
+
+
+def _probes(scheme: Scheme) -> tuple[Example, ...]:
+    """The scheme's examples; without any, one synthesized config (no expected values) that
+    sets every required key to a value inside its declared range."""
+    if scheme.examples:
+        return scheme.examples
+    block: dict[str, Any] = {"rope_type": scheme.name}
+    for key in scheme.keys:
+        if key.required:
+            value = _probe_value(key)
+            block[key.name] = [value] * 32 if key.kind.endswith("_list") else value
+    config = {"head_dim": 64, "rope_theta": 10000.0, "max_position_embeddings": 8192, "rope_scaling": block}
+    return (Example("synthesized", config, ()),)
 
 
 def installed_rope_types(registry: Registry | None = None) -> tuple[str, ...]:
@@ -113,8 +147,8 @@ def check_entry_point(rope_type: str, *, registry: Registry | None = None) -> No
 
 
 def check_declaration(rope_type: str, *, registry: Registry | None = None) -> None:
-    """Doc strings present, key names are identifiers with docs and coherent ranges, at least one
-    example, and seq-len-dependent schemes state their rule and switch point."""
+    """Doc strings present, key names are identifiers with docs and coherent ranges, and
+    seq-len-dependent schemes state their rule and switch point."""
     registry = registry or default_registry()
     check = "declaration"
     scheme = _scheme(rope_type, check, registry)
@@ -132,8 +166,6 @@ def check_declaration(rope_type: str, *, registry: Registry | None = None) -> No
         upper = [b for b in (key.lt, key.le) if b is not None]
         if lower and upper and max(lower) > min(upper):
             problems.append(f"key {key.name!r} has an empty range ({key.range_text()})")
-    if not scheme.examples:
-        problems.append("the scheme declares no examples (the suite needs one config with expected values)")
     if scheme.seq_len_dependent and not scheme.seq_len_rule.strip():
         problems.append("seq_len_dependent but seq_len_rule is empty")
     if not scheme.seq_len_dependent and scheme.switch_at is not None:
@@ -143,7 +175,10 @@ def check_declaration(rope_type: str, *, registry: Registry | None = None) -> No
 
 
 def check_examples(rope_type: str, *, registry: Registry | None = None) -> None:
-    """Every declared example loads through ``ropekit.load`` and yields its declared values."""
+    """Every declared example loads through ``ropekit.load`` and yields its declared values.
+
+    (A scheme with no examples passes vacuously; the other checks then use a config synthesized
+    from its keys, but only examples prove the numbers.)"""
     registry = registry or default_registry()
     check = "examples"
     scheme = _scheme(rope_type, check, registry)
@@ -187,7 +222,7 @@ def check_table_properties(rope_type: str, *, registry: Registry | None = None) 
     registry = registry or default_registry()
     check = "table_properties"
     scheme = _scheme(rope_type, check, registry)
-    for example in scheme.examples:
+    for example in _probes(scheme):
         first = _table(example, registry, rope_type, check)
         problems = list(_table_problems(first, scheme))
         second = _table(example, registry, rope_type, check)
@@ -202,7 +237,7 @@ def check_no_mutation(rope_type: str, *, registry: Registry | None = None) -> No
     registry = registry or default_registry()
     check = "no_mutation"
     scheme = _scheme(rope_type, check, registry)
-    for example in scheme.examples:
+    for example in _probes(scheme):
         config = copy.deepcopy(dict(example.config))
         before = copy.deepcopy(config)
         try:
@@ -255,11 +290,9 @@ def _bad_values(kind: str) -> list[tuple[str, Any]]:
 
 
 def _first_example(rope_type: str, check: str, registry: Registry) -> tuple[Scheme, Example, list[str]]:
-    """The scheme, its first example and the JSON path of that example's rope block, to vary."""
+    """The scheme, its first example (or probe) and the JSON path of its rope block, to vary."""
     scheme = _scheme(rope_type, check, registry)
-    example = next(iter(scheme.examples), None)
-    if example is None:
-        raise _fail(rope_type, check, "no example to derive configs from")
+    example = _probes(scheme)[0]
     where = _block_location(example.config, example.layer_type)
     if where is None:
         raise _fail(rope_type, check, f"example {example.name!r} has no rope block for {example.layer_type!r}")
@@ -297,21 +330,19 @@ def _extremes(key: Key, pairs: int) -> list[Any]:
     key gets lists of ``pairs`` such values."""
     if key.kind == "bool":
         return []
-    low = key.ge if key.ge is not None else (key.gt * (1 + 1e-9) + 1e-300 if key.gt is not None else -1e300)
-    high = key.le if key.le is not None else (key.lt * (1 - 1e-9) if key.lt is not None else 1e300)
+    low = key.ge if key.ge is not None else (key.gt * (1 + 1e-9) + 1e-12 if key.gt is not None else -1e12)
+    high = key.le if key.le is not None else (key.lt * (1 - 1e-9) if key.lt is not None else 1e12)
     values: list[Any] = [low, high]
-    if key.gt is not None and key.gt == 0 and key.ge is None:
-        values.append(5e-324)  # the smallest positive float
     if key.kind in ("int", "int_list"):
         values = [math.ceil(low) if abs(low) < 1e18 else -(10**18), int(high) if high < 1e18 else 10**18]
     return [[value] * pairs for value in values] if key.kind.endswith("_list") else values
 
 
 def check_extreme_values(rope_type: str, *, registry: Registry | None = None) -> None:
-    """Every value a key declares valid (the edges of its range; far out where unbounded) either
-    gives a valid table or a RopeConfigError: never NaN, infinities, zeros or a raising builder,
-    which users would see as this plugin's fault. Declare bounds (``ge``/``le``) to refuse values
-    the scheme cannot serve."""
+    """Every value a key declares valid (the edges of its range; 1e12 and 1e-12 beyond where it is
+    unbounded) either gives a valid table or a RopeConfigError: never NaN, infinities, zeros or a
+    raising builder, which users would see as this plugin's fault. Declare bounds (``ge``/``le``)
+    to refuse values the scheme cannot serve."""
     registry = registry or default_registry()
     check = "extreme_values"
     scheme, example, where = _first_example(rope_type, check, registry)
@@ -340,7 +371,7 @@ def check_seq_len_thresholds(rope_type: str, *, registry: Registry | None = None
     registry = registry or default_registry()
     check = "seq_len_thresholds"
     scheme = _scheme(rope_type, check, registry)
-    for example in scheme.examples:
+    for example in _probes(scheme):
         if example.seq_len is not None:
             continue
         table = _table(example, registry, rope_type, check)
