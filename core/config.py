@@ -88,7 +88,6 @@ class ParsedConfig:
     blocks: tuple[RopeBlock, ...]
     layer_types: tuple[str, ...]
     view: ConfigView
-    nested: bool
 
 
 def read_config(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[Mapping[str, Any], str]:
@@ -135,7 +134,7 @@ def parse_config(config: Mapping[str, Any]) -> ParsedConfig:
 
     blocks = tuple(_block(view, name, path, value) for name, (path, value) in raw_blocks.items())
     layer_types = _layer_types(view, nested or len(blocks) > 1)
-    return ParsedConfig(blocks, layer_types, view, nested)
+    return ParsedConfig(blocks, layer_types, view)
 
 
 def _rope_source(view: ConfigView) -> tuple[str, Mapping[str, Any]]:

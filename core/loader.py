@@ -44,7 +44,7 @@ def load(
 def _table(block: RopeBlock, view: ConfigView, registry: Registry, *, strict: bool) -> RopeTable:
     scheme = registry.scheme(block.rope_type, path=block.rope_type_path)
     geometry = block.geometry
-    _check_dims(scheme, block)
+    _check_dims(scheme, block, view)
     params = validate_params(scheme, block.values, block.path, geometry, view, strict=strict)
     frozen_params = MappingProxyType(dict(params))
     frequencies = registry.build(scheme, frozen_params, geometry, None)
@@ -76,17 +76,19 @@ def _table(block: RopeBlock, view: ConfigView, registry: Registry, *, strict: bo
     )
 
 
-def _check_dims(scheme: Scheme, block: RopeBlock) -> None:
+def _check_dims(scheme: Scheme, block: RopeBlock, view: ConfigView) -> None:
     geometry = block.geometry
     if scheme.covers_head:
         if geometry.head_dim % 2:
             problem = f"rope_type {scheme.name!r} needs an even head_dim, got {geometry.head_dim}"
-            raise RopeConfigError("head_dim", problem)
+            raise RopeConfigError(view.path("head_dim"), problem)
         return
     rotary = geometry.rotary_dim
     if rotary < 2 or rotary % 2:
+        factor_path = (f"{block.path}.partial_rotary_factor" if "partial_rotary_factor" in block.values
+                       else view.path("partial_rotary_factor"))
         raise RopeConfigError(
-            f"{block.path}.partial_rotary_factor" if geometry.partial_rotary_factor != 1 else "head_dim",
+            factor_path if geometry.partial_rotary_factor != 1 else view.path("head_dim"),
             f"rotary dim int(head_dim {geometry.head_dim} * partial_rotary_factor "
             f"{geometry.partial_rotary_factor}) = {rotary} must be even and >= 2",
         )
