@@ -4,13 +4,18 @@
 ``rope_type`` to the plugin registered for it (entry-point group ``ropekit.schemes``), validates
 the parameters strictly and returns exact float64 tables. An unregistered rope_type raises;
 nothing falls back to plain RoPE. See :mod:`ropekit.errors` for the exception tree.
+
+Registry internals (``ropekit.discovery.BLOCK_ENV``, ``PluginInfo``, ``ropekit.registry.SchemeStatus``)
+are importable from their submodules.
 """
 
 from __future__ import annotations
 
-from .discovery import BLOCK_ENV, ENTRY_POINT_GROUP, PluginInfo
 from .errors import (
+    ArgumentError,
+    ArgumentTypeError,
     ConfigSourceError,
+    DeclarationError,
     DuplicateSchemeError,
     InvalidTableError,
     MissingDependencyError,
@@ -19,23 +24,25 @@ from .errors import (
     PluginLoadError,
     RopeConfigError,
     RopekitError,
+    SchemeCallError,
     SchemeDeclarationError,
     SchemeMismatchError,
     UnknownRopeTypeError,
 )
 from .hookspecs import hookimpl
 from .loader import load
-from .registry import Registry, SchemeStatus, default_registry
+from .registry import Registry, default_registry
 from .rotary import apply_rotary
 from .scheme import Example, Frequencies, Geometry, Key, KeyKind, Params, Scheme, plain_inv_freq
-from .table import ModelRope, RopeTable
+from .table import ModelRope, RopeTable, SeqLenRule
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BLOCK_ENV",
-    "ENTRY_POINT_GROUP",
+    "ArgumentError",
+    "ArgumentTypeError",
     "ConfigSourceError",
+    "DeclarationError",
     "DuplicateSchemeError",
     "Example",
     "Frequencies",
@@ -48,16 +55,16 @@ __all__ = [
     "Params",
     "PluginBlockedError",
     "PluginError",
-    "PluginInfo",
     "PluginLoadError",
     "Registry",
     "RopeConfigError",
     "RopeTable",
     "RopekitError",
     "Scheme",
+    "SchemeCallError",
     "SchemeDeclarationError",
     "SchemeMismatchError",
-    "SchemeStatus",
+    "SeqLenRule",
     "UnknownRopeTypeError",
     "__version__",
     "apply_rotary",

@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from .errors import ConfigSourceError, RopeConfigError
+from .errors import ArgumentError
 from .gap import ANGLE_THRESHOLD, DEFAULT_POSITIONS
 from .scheme import plain_inv_freq
 from .table import ModelRope, RopeTable
 
 if TYPE_CHECKING:
     import numpy.typing as npt
+
+    from .rotary import Layout
 
 __all__ = ["Candidate", "audit", "estimate_from_cos_sin", "read_served"]
 
@@ -36,24 +38,24 @@ def read_served(
     ``.f64``/``.f32``/``.f16`` suffix); raw 2-D caches are reshaped to ``width`` columns."""
     name = os.fspath(path)
     suffix = os.path.splitext(name)[1].lower()
+    chosen = np.dtype(dtype) if dtype else _RAW_DTYPES.get(suffix)
+    if suffix != ".npy" and chosen is None:
+        raise ArgumentError("served", f"{name}: raw file of unknown dtype; give its dtype (float64, float32, "
+                            "float16) or use a .npy/.f64/.f32/.f16 file")
     try:
         if suffix == ".npy":
             array = np.load(name, allow_pickle=False)
         else:
-            chosen = np.dtype(dtype) if dtype else _RAW_DTYPES.get(suffix)
-            if chosen is None:
-                raise ConfigSourceError("--served", f"{name}: raw file of unknown dtype; pass --dtype (float64, "
-                                        "float32, float16) or use a .npy/.f64/.f32/.f16 file")
             array = np.fromfile(name, dtype=np.dtype(chosen).newbyteorder("<"))
             if width and array.size > width and array.size % width == 0:
                 array = array.reshape(-1, width)
     except FileNotFoundError:
-        raise ConfigSourceError("--served", f"{name}: no such file") from None
+        raise ArgumentError("served", f"{name}: no such file") from None
     except (OSError, ValueError) as error:
-        raise ConfigSourceError("--served", f"{name}: cannot read: {error}") from None
+        raise ArgumentError("served", f"{name}: cannot read: {error}") from None
     if array.ndim not in (1, 2) or array.size == 0 or not np.issubdtype(array.dtype, np.floating):
-        raise ConfigSourceError("--served", f"{name}: expected a 1-D inv_freq or a 2-D cos/sin cache of floats, "
-                                f"got {array.dtype} {array.shape}")
+        raise ArgumentError("served", f"{name}: expected a 1-D inv_freq or a 2-D cos/sin cache of floats, "
+                            f"got {array.dtype} {array.shape}")
     return np.asarray(array, dtype=np.float64)
 
 
@@ -63,9 +65,9 @@ def estimate_from_cos_sin(cos: npt.NDArray[Any], sin: npt.NDArray[Any], layout: 
     """``(inv_freq, attention_factor)`` recovered from caches for positions ``0..N-1``: the slope of
     each pair's unwrapped phase (least squares), and the cos/sin magnitude."""
     if cos.shape != sin.shape or cos.ndim != 2 or cos.shape[1] % 2:
-        raise RopeConfigError("--sin", f"cos {cos.shape} and sin {sin.shape} must be equal 2-D shapes of even width")
+        raise ArgumentError("sin", f"cos {cos.shape} and sin {sin.shape} must be equal 2-D shapes of even width")
     pairs = cos.shape[1] // 2
-    columns = slice(0, pairs) if layout == "neox" else slice(0, None, 2)
+    columns = slice(0, pairs) if _layout(layout) == "neox" else slice(0, None, 2)
     c, s = cos[:, columns], sin[:, columns]
     phase = np.unwrap(np.arctan2(s, c), axis=0)
     positions = np.arange(cos.shape[0], dtype=np.float64)
@@ -103,7 +105,7 @@ def _fitted_theta(served: npt.NDArray[np.float64], rotary_dim: int) -> float | N
 
 def _candidates(model: ModelRope, table: RopeTable, served: npt.NDArray[np.float64] | None) -> Iterator[Candidate]:
     """Tables a forward plausibly served instead; fitted ones only when ``served`` is known."""
-    theta = float(table.params["rope_theta"])
+    theta = table.geometry.theta
     pairs = len(served) if served is not None else len(table.inv_freq)
     rotary = 2 * pairs
     yield Candidate(f"default: plain RoPE, rope_theta {theta:g}", "default", plain_inv_freq(theta, rotary),
@@ -136,7 +138,7 @@ def _candidates(model: ModelRope, table: RopeTable, served: npt.NDArray[np.float
 def _pick_table(model: ModelRope, layer_type: str | None, pairs: int) -> RopeTable:
     if layer_type is not None:
         if layer_type not in model.tables:
-            raise RopeConfigError("--layer-type", f"unknown layer type {layer_type!r}; the config has "
+            raise ArgumentError("layer_type", f"unknown layer type {layer_type!r}; the config has "
                                   f"{sorted(model.tables)}")
         return model.tables[layer_type]
     sized = [t for t in model.tables.values() if len(t.inv_freq) == pairs]
@@ -160,6 +162,7 @@ def audit(
     compared with each candidate's cos directly.
     """
     chosen = tuple(positions)
+    _layout(layout)
     report: dict[str, Any] = {}
     served_factor: float | None = None
     if served.ndim == 2:
@@ -177,8 +180,7 @@ def audit(
     report["served"]["pairs"] = len(inv_freq)
     report.update(
         layer_type=table.layer_type,
-        declared={"rope_type": table.rope_type, "pairs": len(declared), "attention_factor": table.attention_factor,
-                  "params": {k: list(v) if isinstance(v, tuple) else v for k, v in table.params.items()}},
+        declared={**table.to_json(inv_freq=False), "pairs": len(declared)},
         rtol=rtol,
     )
     report["max_rel_diff"] = _rel_diff(inv_freq, declared) if inv_freq.shape == declared.shape else None
@@ -254,4 +256,13 @@ def _cos(inv_freq: npt.NDArray[np.float64], factor: float, count: int, layout: s
 ]:
     from .rotary import cos_sin
 
-    return cos_sin(inv_freq, factor, count, dtype=np.float64, layout="gptj" if layout == "gptj" else "neox")
+    return cos_sin(inv_freq, factor, count, dtype=np.float64, layout=_layout(layout))
+
+
+def _layout(layout: str) -> Layout:
+    """``layout`` checked: an unknown name is an argument error, never read as neox or gptj."""
+    if layout == "neox":
+        return "neox"
+    if layout == "gptj":
+        return "gptj"
+    raise ArgumentError("layout", f"unknown layout {layout!r}; valid: neox, gptj")

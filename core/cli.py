@@ -14,13 +14,18 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from .errors import MissingDependencyError, PluginError, RopeConfigError, RopekitError
+from .errors import ArgumentError, MissingDependencyError, PluginError, RopeConfigError, RopekitError
 
 __all__ = ["main"]
 
 EXIT_CHECKS_FAILED = 1
 EXIT_INPUT = 2
 EXIT_PLUGIN = 3
+
+_FLAGS = {"served": "--served", "sin": "--sin", "layer_type": "--layer-type", "layout": "--layout",
+          "positions": "--positions", "seq_len": "--seq-len", "dtype": "--dtype", "directory": "--out",
+          "path": "--output"}
+"""Library argument names, as the command line spells them."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -107,8 +112,9 @@ def _cmd_inspect(args: argparse.Namespace) -> None:
         print(f"layers: {len(model.layer_types)} ({', '.join(f'{n} x{c}' for n, c in counts.items())})")
     for name, table in model.tables.items():
         scheme = registry.scheme(table.rope_type)
-        owner = registry.claims()[table.rope_type][0]
-        print(f"\n[{name}] rope_type {table.rope_type}  ({owner.distribution} {owner.version})")
+        owner = registry.owner(table.rope_type)
+        served_by = f"{owner.distribution} {owner.version}" if owner is not None else "?"
+        print(f"\n[{name}] rope_type {table.rope_type}  ({served_by})")
         print(f"  {scheme.doc}")
         print(f"  head_dim {table.head_dim}, rotary_dim {table.rotary_dim}, {len(table.inv_freq)} pairs, "
               f"attention_factor {table.attention_factor:.9g}")
@@ -172,18 +178,21 @@ def _cmd_check_plugin(args: argparse.Namespace) -> int:
         registry.scheme(args.name, path="NAME")  # raises UnknownRopeTypeError with suggestions
         raise AssertionError("unreachable")  # pragma: no cover
     results = run_checks(args.name, registry=registry)
-    passed = all(result.passed for result in results)
+    passed = not any(result.failed for result in results)
     owner = claims[0]
     if args.json:
         _print_json({"rope_type": args.name, "distribution": ", ".join(c.distribution for c in claims),
                      "version": owner.version, "passed": passed, "checks": [r.to_json() for r in results]})
     else:
         print(f"{args.name}  ({owner.distribution} {owner.version}, {owner.target})")
+        labels = {"pass": "PASS", "fail": "FAIL", "not_run": "NOT RUN"}
         for result in results:
-            print(f"  {'PASS' if result.passed else 'FAIL'}  {result.check}")
+            print(f"  {labels[result.status]:<7}  {result.check}")
             if not result.passed:
-                print(f"        {result.message}")
-        print(f"{sum(r.passed for r in results)} passed, {sum(not r.passed for r in results)} failed")
+                print(f"           {result.message}")
+        not_run = sum(r.not_run for r in results)
+        print(f"{sum(r.passed for r in results)} passed, {sum(r.failed for r in results)} failed"
+              + (f", {not_run} not run" if not_run else ""))
     return 0 if passed else EXIT_CHECKS_FAILED
 
 
@@ -354,6 +363,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             status = args.handler(args)
     except RopeConfigError as error:
         print(f"ropekit: error: {error}", file=sys.stderr)
+        return EXIT_INPUT
+    except ArgumentError as error:
+        print(f"ropekit: error: {_FLAGS.get(error.argument, error.argument)}: {error.problem}", file=sys.stderr)
         return EXIT_INPUT
     except PluginError as error:
         print(f"ropekit: plugin error: {error}", file=sys.stderr)

@@ -2,8 +2,12 @@
 
 This module knows the config shapes found in the wild (transformers v4 ``rope_scaling``, v5
 ``rope_parameters``, per-layer-type nesting, Gemma-3's ``rope_local_base_freq``, multimodal
-``text_config``, GPT-NeoX and DeepSeek geometry keys). It knows nothing of any rope_type: the
-scheme a block names validates the block's own keys.
+``text_config``, GPT-NeoX and DeepSeek geometry keys). It knows nothing of any rope_type.
+
+It is the one owner of "where a value comes from": each :class:`RopeBlock` carries the JSON path
+of every geometry value it resolved, :meth:`RopeBlock.lookup` reads a scheme key (with its
+top-level fallback) and :meth:`RopeBlock.where` names the path of any key a scheme blames, so an
+error always points at the key where it really is.
 """
 
 from __future__ import annotations
@@ -17,8 +21,7 @@ from typing import Any
 import attrs
 
 from .errors import ConfigSourceError, RopeConfigError
-from .scheme import Geometry
-from .validation import LOADER_KEYS
+from .scheme import RESERVED_KEYS, Geometry, Key
 
 __all__ = ["ConfigView", "ParsedConfig", "RopeBlock", "parse_config", "read_config"]
 
@@ -67,9 +70,18 @@ class ConfigView(Mapping[str, Any]):
         return prefix + name
 
 
+GEOMETRY_KEYS = ("rope_theta", "head_dim", "partial_rotary_factor", "max_position_embeddings")
+"""The geometry values a block resolves, by the name a scheme's ``check`` may blame them under."""
+
+
 @attrs.frozen
 class RopeBlock:
-    """The rope parameters of one layer type, before its scheme validates them."""
+    """The rope parameters of one layer type, before its scheme validates them.
+
+    ``values`` is the block as written; ``geometry`` what the loader resolved for it, and
+    ``geometry_paths`` the JSON path each geometry value came from (or where it would be declared,
+    for a value defaulted because the config states none).
+    """
 
     layer_type: str
     rope_type: str
@@ -77,17 +89,85 @@ class RopeBlock:
     path: str
     values: Mapping[str, Any]
     geometry: Geometry
+    geometry_paths: Mapping[str, str]
     mrope_section: tuple[int, ...] | None = None
     mrope_interleaved: bool = False
+    _view: ConfigView | None = attrs.field(default=None, repr=False, eq=False, alias="view")
+
+    def key_path(self, name: str) -> str:
+        """The JSON path of ``name`` inside this block."""
+        return f"{self.path}.{name}" if self.path else name
+
+    def where(self, name: str) -> str:
+        """The JSON path of the key ``name`` as the config states it.
+
+        A key of the block is blamed in the block; a geometry value where it was resolved from
+        (``rope_theta`` may live at the top level or in ``text_config``); any other config key
+        where the config has it; a key stated nowhere, where it belongs in the block.
+        """
+        if name in self.values:
+            return self.key_path(name)
+        if name in self.geometry_paths:
+            return self.geometry_paths[name]
+        if self._view is not None and name in self._view:
+            return self._view.path(name)
+        return self.key_path(name)
+
+    def lookup(self, key: Key) -> tuple[Any, str]:
+        """``key``'s value and JSON path: the block's own value, else its ``config_fallback``
+        top-level key, else ``max_position_embeddings`` if the key says so; ``None`` if absent.
+
+        A value in the block and a different one at ``config_fallback`` is a conflict, never
+        silently resolved.
+        """
+        path = self.key_path(key.name)
+        value = self.values.get(key.name)
+        fallback = key.config_fallback
+        if fallback is not None and self._view is not None and self._view.get(fallback) is not None:
+            outer, outer_path = self._view[fallback], self._view.path(fallback)
+            if value is None:
+                return outer, outer_path
+            if value != outer:
+                raise RopeConfigError(
+                    path, f"conflicts with {outer_path} ({value!r} vs {outer!r}); remove one or make them equal"
+                )
+        if value is None and key.default_from_max_positions and self.geometry.max_position_embeddings is not None:
+            return self.geometry.max_position_embeddings, self.geometry_paths["max_position_embeddings"]
+        return value, path
+
+    def check_dims(self, table_length: int, *, covers_head: bool) -> None:
+        """The dimensions a scheme needs: an even rotary dim of at least 2 (an even head for a
+        ``covers_head`` scheme), and ``mrope_section`` summing to the table's ``table_length``."""
+        geometry = self.geometry
+        if covers_head:
+            if geometry.head_dim % 2:
+                raise RopeConfigError(
+                    self.geometry_paths["head_dim"],
+                    f"rope_type {self.rope_type!r} needs an even head_dim, got {geometry.head_dim}",
+                )
+        else:
+            rotary = geometry.rotary_dim
+            if rotary < 2 or rotary % 2:
+                blamed = "partial_rotary_factor" if geometry.partial_rotary_factor != 1 else "head_dim"
+                raise RopeConfigError(
+                    self.geometry_paths[blamed],
+                    f"rotary dim int(head_dim {geometry.head_dim} * partial_rotary_factor "
+                    f"{geometry.partial_rotary_factor}) = {rotary} must be even and >= 2",
+                )
+        section = self.mrope_section
+        if section is not None and sum(section) != table_length:
+            raise RopeConfigError(
+                self.key_path("mrope_section"),
+                f"sections {list(section)} sum to {sum(section)}; they must sum to rotary_dim / 2 = {table_length}",
+            )
 
 
 @attrs.frozen
 class ParsedConfig:
-    """Every layer type's block, the per-layer layer types (empty when unknown), and the view."""
+    """Every layer type's block and the per-layer layer types (empty when unknown)."""
 
     blocks: tuple[RopeBlock, ...]
     layer_types: tuple[str, ...]
-    view: ConfigView
 
 
 def read_config(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[Mapping[str, Any], str]:
@@ -134,7 +214,7 @@ def parse_config(config: Mapping[str, Any]) -> ParsedConfig:
 
     blocks = tuple(_block(view, name, path, value) for name, (path, value) in raw_blocks.items())
     layer_types = _layer_types(view, nested or len(blocks) > 1)
-    return ParsedConfig(blocks, layer_types, view)
+    return ParsedConfig(blocks, layer_types)
 
 
 def _rope_source(view: ConfigView) -> tuple[str, Mapping[str, Any]]:
@@ -168,7 +248,7 @@ def _declared_type(block: Mapping[str, Any]) -> object:
 
 
 def _is_nested(source: Mapping[str, Any]) -> bool:
-    return bool(source) and not (LOADER_KEYS & set(source)) and all(
+    return bool(source) and not (RESERVED_KEYS & set(source)) and all(
         isinstance(v, Mapping) or v is None for v in source.values()
     )
 
@@ -179,16 +259,18 @@ def _block(view: ConfigView, layer_type: str, path: str, block: Any) -> RopeBloc
             raise RopeConfigError(path, "null: ropekit serves no NoPE layer types yet")
         raise RopeConfigError(path, f"expected an object, got {block!r}")
     rope_type, rope_type_path = _rope_type(block, path)
-    theta = _theta(view, layer_type, block, path)
-    head_dim, factor = _head_dim_and_factor(view, layer_type, block, path)
+    theta, theta_path = _theta(view, layer_type, block, path)
+    (head_dim, head_path), (factor, factor_path) = _head_dim_and_factor(view, layer_type, block, path)
+    max_positions = _positive_int(view, "max_position_embeddings")
     geometry = Geometry(
-        head_dim=head_dim,
-        theta=theta,
-        partial_rotary_factor=factor,
-        max_position_embeddings=_positive_int(view, "max_position_embeddings"),
+        head_dim=head_dim, theta=theta, partial_rotary_factor=factor, max_position_embeddings=max_positions
     )
-    section = block.get("mrope_section")
-    interleaved = _mrope_interleaved(block, path)
+    paths = {
+        "rope_theta": theta_path,
+        "head_dim": head_path,
+        "partial_rotary_factor": factor_path,
+        "max_position_embeddings": view.path("max_position_embeddings"),
+    }
     return RopeBlock(
         layer_type,
         rope_type,
@@ -196,9 +278,15 @@ def _block(view: ConfigView, layer_type: str, path: str, block: Any) -> RopeBloc
         path,
         block,
         geometry,
-        _mrope_section(section, f"{path}.mrope_section"),
-        bool(interleaved),
+        paths,
+        _mrope_section(block.get("mrope_section"), _join(path, "mrope_section")),
+        _mrope_interleaved(block, path),
+        view=view,
     )
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
 
 
 def _rope_type(block: Mapping[str, Any], path: str) -> tuple[str, str]:
@@ -212,7 +300,7 @@ def _rope_type(block: Mapping[str, Any], path: str) -> tuple[str, str]:
         return new, f"{path}.rope_type"
     if old is not None:
         return old, f"{path}.type"
-    scaling_keys = sorted(set(block) - LOADER_KEYS)
+    scaling_keys = sorted(set(block) - RESERVED_KEYS)
     if scaling_keys:
         raise RopeConfigError(
             f"{path}.rope_type",
@@ -222,77 +310,79 @@ def _rope_type(block: Mapping[str, Any], path: str) -> tuple[str, str]:
     return "default", f"{path}.rope_type"
 
 
-def _theta(view: ConfigView, layer_type: str, block: Mapping[str, Any], path: str) -> float:
-    candidates = [(f"{path}.rope_theta", block.get("rope_theta"))]
+def _theta(view: ConfigView, layer_type: str, block: Mapping[str, Any], path: str) -> tuple[float, str]:
+    """The base and where it was declared (a config declaring none gets 10000 at ``rope_theta``)."""
+    candidates = [(_join(path, "rope_theta"), block.get("rope_theta"))]
     if layer_type == "sliding_attention" and not path:
         candidates.append((view.path("rope_local_base_freq"), view.get("rope_local_base_freq")))
     for name in ("rope_theta", "rotary_emb_base"):
         candidates.append((view.path(name), view.get(name)))
     for where, value in candidates:
         if value is not None:
-            return _positive_number(value, where)
-    return DEFAULT_THETA
+            return _positive_number(value, where, above=1.0, most=MAX_THETA), where
+    return DEFAULT_THETA, view.path("rope_theta")
 
 
 def _partial_rotary_factor(view: ConfigView, block: Mapping[str, Any], path: str) -> tuple[float, str | None]:
     """The factor and where it was declared (``None``: not declared, 1.0)."""
-    candidates = [(f"{path}.partial_rotary_factor", block.get("partial_rotary_factor"))]
+    candidates = [(_join(path, "partial_rotary_factor"), block.get("partial_rotary_factor"))]
     for name in ("partial_rotary_factor", "rotary_pct"):
         candidates.append((view.path(name), view.get(name)))
     for where, value in candidates:
         if value is not None:
-            factor = _positive_number(value, where)
-            if factor > 1:
-                raise RopeConfigError(where, f"must be in (0, 1], got {value!r}")
-            return factor, where
+            return _positive_number(value, where, above=0.0, most=1.0), where
     return 1.0, None
 
 
 def _head_dim_and_factor(
     view: ConfigView, layer_type: str, block: Mapping[str, Any], path: str
-) -> tuple[int, float]:
-    """``(head_dim, partial_rotary_factor)`` for one layer type.
+) -> tuple[tuple[int, str], tuple[float, str]]:
+    """``((head_dim, its path), (partial_rotary_factor, its path))`` for one layer type.
 
     MLA models (DeepSeek, Mistral-4) rotate ``qk_rope_head_dim`` channels. DeepSeek states no
     partial_rotary_factor: the rotated head is ``qk_rope_head_dim``. Mistral-4 states one over the
     whole head (``qk_nope_head_dim + qk_rope_head_dim``); it must then give ``qk_rope_head_dim``.
     """
     factor, factor_path = _partial_rotary_factor(view, block, path)
+    default_factor_path = view.path("partial_rotary_factor")
     if view.get("qk_rope_head_dim") is None:
-        return _bounded(view, "head_dim", _raw_head_dim(view, layer_type)), factor
-    rope = _bounded(view, "qk_rope_head_dim", _required_int(view, "qk_rope_head_dim"))
+        head_dim, head_path = _raw_head_dim(view, layer_type)
+        return (_bounded(head_path, head_dim), head_path), (factor, factor_path or default_factor_path)
+    rope_path = view.path("qk_rope_head_dim")
+    rope = _bounded(rope_path, _required_int(view, "qk_rope_head_dim"))
     if factor_path is None:
-        return rope, 1.0
+        return (rope, rope_path), (1.0, default_factor_path)
     nope = _positive_int(view, "qk_nope_head_dim")
-    whole = _positive_int(view, "head_dim") or (nope + rope if nope is not None else rope)
-    whole = _bounded(view, "head_dim", whole)
+    declared = _positive_int(view, "head_dim")
+    whole_path = view.path("head_dim") if declared is not None else rope_path
+    whole = _bounded(whole_path, declared or (nope + rope if nope is not None else rope))
     if int(whole * factor) != rope:
         raise RopeConfigError(
             factor_path,
             f"int(head_dim {whole} * {factor}) = {int(whole * factor)} rotated channels, but qk_rope_head_dim "
             f"is {rope}; they must agree",
         )
-    return whole, factor
+    return (whole, whole_path), (factor, factor_path)
 
 
-def _bounded(view: ConfigView, name: str, value: int) -> int:
+def _bounded(path: str, value: int) -> int:
     if value > MAX_HEAD_DIM:
-        raise RopeConfigError(view.path(name), f"head dim {value} exceeds {MAX_HEAD_DIM}; is the config right?")
+        raise RopeConfigError(path, f"head dim {value} exceeds {MAX_HEAD_DIM}; is the config right?")
     return value
 
 
-def _raw_head_dim(view: ConfigView, layer_type: str) -> int:
+def _raw_head_dim(view: ConfigView, layer_type: str) -> tuple[int, str]:
     if layer_type == FLAT_LAYER_TYPE and view.get("global_head_dim") is not None:  # Gemma-4 global layers
-        return _required_int(view, "global_head_dim")
+        return _required_int(view, "global_head_dim"), view.path("global_head_dim")
     if view.get("head_dim") is not None:
-        return _required_int(view, "head_dim")
+        return _required_int(view, "head_dim"), view.path("head_dim")
     hidden = _positive_int(view, "hidden_size")
     heads = _positive_int(view, "num_attention_heads")
     if hidden is None or heads is None:
         raise RopeConfigError(
             view.path("head_dim"), "missing: declare head_dim, or hidden_size and num_attention_heads"
         )
-    return hidden // heads
+    return hidden // heads, view.path("hidden_size")
 
 
 MAX_HEAD_DIM = 1 << 16
@@ -320,17 +410,23 @@ def _positive_int(view: ConfigView, name: str) -> int | None:
 
 
 MAX_THETA = 1e30
-"""Larger bases are refused: real models use up to ~1e9, and past this tables underflow."""
+"""Larger bases are refused: real models use up to ~1e9, and past this tables underflow. A base
+must also exceed 1: at or below it frequencies no longer fall with the pair index (and a base
+near 0 overflows every table)."""
 
 
-def _positive_number(value: object, where: str) -> float:
+def _positive_number(value: object, where: str, *, above: float, most: float) -> float:
+    """``value`` as a float in ``(above, most]``, else a config error naming ``where`` and the range."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise RopeConfigError(where, f"expected a number, got {value!r} ({type(value).__name__})")
-    number = float(value)
-    if not math.isfinite(number) or number <= 0:
-        raise RopeConfigError(where, f"must be a finite number > 0, got {value!r}")
-    if number > MAX_THETA:
-        raise RopeConfigError(where, f"must be <= {MAX_THETA:g}, got {value!r}")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not (math.isfinite(number) and above < number <= most):
+        huge = number == math.inf and not isinstance(value, float)
+        shown = f"an integer of {len(str(value))} digits" if huge else repr(value)
+        raise RopeConfigError(where, f"must be a finite number in ({above:g}, {most:g}], got {shown}")
     return number
 
 

@@ -6,24 +6,32 @@
     ├── RopeConfigError (ValueError)  the config is wrong; ``.path`` is the JSON path at fault
     │   ├── ConfigSourceError         the file or directory cannot be read as a config
     │   └── UnknownRopeTypeError      no installed plugin serves the declared rope_type
+    ├── ArgumentError (ValueError)    a wrong argument to a ropekit function; ``.argument`` names it
+    │   └── ArgumentTypeError (TypeError)  ... of the wrong type
+    ├── DeclarationError (ValueError) a ``Key`` or ``Scheme`` is declared wrongly (raised at the author's line)
     ├── MissingDependencyError (ImportError)  an optional extra (matplotlib for plots) is not installed
     └── PluginError                   a plugin is at fault; ``.rope_type`` and ``.distribution`` name it
         ├── PluginBlockedError        the user blocked this rope_type or distribution
         ├── PluginLoadError           the plugin failed to import or has no usable ``ropekit_scheme`` hook
         ├── DuplicateSchemeError      two distributions claim one rope_type
         ├── SchemeMismatchError       the scheme's name differs from its entry-point name
-        ├── SchemeDeclarationError    the scheme's key declarations are malformed
-        └── InvalidTableError         the builder raised or returned a wrong length, dtype or value
+        ├── SchemeDeclarationError    the scheme's declaration is malformed (a DeclarationError, attributed)
+        ├── InvalidTableError         the builder raised or returned a wrong length, dtype or value
+        └── SchemeCallError           check, switch_at or landmarks raised or returned the wrong type
 
 A config error is the user's to fix (the CLI exits 2); a plugin error is the plugin author's
-(the message names the distribution so the user knows whom to tell). Other rope_types keep
-working when one plugin is broken.
+(the message names the distribution so the user knows whom to tell; the CLI exits 3). Other
+rope_types keep working when one plugin is broken. An argument error is the calling code's: the
+library names the argument (``positions``, ``served``), and the CLI maps it to its flag.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentError",
+    "ArgumentTypeError",
     "ConfigSourceError",
+    "DeclarationError",
     "DuplicateSchemeError",
     "InvalidTableError",
     "MissingDependencyError",
@@ -32,6 +40,7 @@ __all__ = [
     "PluginLoadError",
     "RopeConfigError",
     "RopekitError",
+    "SchemeCallError",
     "SchemeDeclarationError",
     "SchemeMismatchError",
     "UnknownRopeTypeError",
@@ -61,6 +70,27 @@ class UnknownRopeTypeError(RopeConfigError):
     def __init__(self, path: str, rope_type: str, problem: str) -> None:
         self.rope_type = rope_type
         super().__init__(path, problem)
+
+
+class ArgumentError(RopekitError, ValueError):
+    """A ropekit function got a wrong argument. ``argument`` names it (the CLI maps it to a flag)."""
+
+    def __init__(self, argument: str, problem: str) -> None:
+        self.argument = argument
+        self.problem = problem
+        super().__init__(f"{argument}: {problem}")
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """A ropekit function got an argument of the wrong type."""
+
+
+class DeclarationError(RopekitError, ValueError):
+    """A :class:`~ropekit.Key` or :class:`~ropekit.Scheme` is declared wrongly.
+
+    Raised where the plugin author constructs it; when a plugin fails this way at load time, the
+    registry reports a :class:`SchemeDeclarationError` naming the distribution.
+    """
 
 
 class MissingDependencyError(RopekitError, ImportError):
@@ -99,3 +129,8 @@ class SchemeDeclarationError(PluginError):
 
 class InvalidTableError(PluginError):
     """The scheme's builder raised, or returned a table of wrong length, dtype or values."""
+
+
+class SchemeCallError(PluginError):
+    """One of the scheme's other callables (``check``, ``switch_at``, ``landmarks``) raised, or
+    returned something of the wrong type."""

@@ -59,21 +59,14 @@ def _layer(
     seq_lens: list[int],
 ) -> dict[str, Any]:
     record: dict[str, Any] = {
-        "rope_type": table.rope_type,
-        "params": {k: list(v) if isinstance(v, tuple) else v for k, v in table.params.items()},
-        "head_dim": table.head_dim,
-        "rotary_dim": table.rotary_dim,
+        **table.to_json(inv_freq=False),
         "pairs": len(table.inv_freq),
-        "attention_factor": table.attention_factor,
         "seq_len_dependent": table.seq_len_dependent,
         "seq_len_rule": table.seq_len_rule or "independent of seq_len",
         "switch_at": table.switch_at,
         "layout": layout,
         "files": {"inv_freq": _write(directory, f"{name}.inv_freq", table.inv_freq)},
     }
-    if table.mrope_section is not None:
-        record["mrope_section"] = list(table.mrope_section)
-        record["mrope_interleaved"] = table.mrope_interleaved
     if positions:
         cos, sin = table.cos_sin(positions, dtype=dtype, layout=layout)
         record["files"]["cos"] = _write(directory, f"{name}.cos", cos)

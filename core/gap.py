@@ -25,7 +25,7 @@ def table_gap(table: RopeTable, positions: Iterable[int]) -> dict[str, Any]:
     ``P * |plain - scheme|`` radians.
     """
     scheme = table.inv_freq
-    plain = plain_inv_freq(float(table.params["rope_theta"]), table.rotary_dim, len(scheme))
+    plain = plain_inv_freq(table.geometry.theta, table.rotary_dim, len(scheme))
     rotating = scheme > 0
     ratio = np.divide(plain, scheme, out=np.full_like(plain, np.inf), where=rotating)
     scaled = ~np.isclose(plain, scheme, rtol=1e-12, atol=0.0)

@@ -1,21 +1,28 @@
-"""``ropekit.load``: config in, one checked table per layer type out."""
+"""``ropekit.load``: config in, one checked table per layer type out.
+
+The path of a config: :func:`~ropekit.config.read_config` (source -> mapping),
+:func:`~ropekit.config.parse_config` (mapping -> one :class:`~ropekit.config.RopeBlock` per layer
+type, geometry resolved, every value's JSON path kept), the registry (rope_type ->
+:class:`~ropekit.loaded.LoadedScheme`), :func:`~ropekit.validation.validate_params` (block ->
+params), the scheme's contained ``check`` and ``build``, then a :class:`~ropekit.RopeTable`.
+Each step hands its result down; none calls back up.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from functools import partial
 from types import MappingProxyType
 from typing import Any
 
-from .config import ConfigView, RopeBlock, parse_config, read_config
+from .config import RopeBlock, parse_config, read_config
 from .errors import RopeConfigError
+from .loaded import LoadedScheme
 from .registry import Registry, default_registry
-from .scheme import Scheme
-from .table import ModelRope, RopeTable
+from .table import ModelRope, RopeTable, SeqLenRule
 from .validation import validate_params
 
-__all__ = ["load"]
+__all__ = ["build_table", "load"]
 
 
 def load(
@@ -36,59 +43,31 @@ def load(
     parsed = parse_config(config)
     registry = registry or default_registry()
     tables = {
-        block.layer_type: _table(block, parsed.view, registry, strict=strict) for block in parsed.blocks
+        block.layer_type: build_table(block, registry.loaded(block.rope_type, path=block.rope_type_path), strict=strict)
+        for block in parsed.blocks
     }
     return ModelRope(MappingProxyType(tables), parsed.layer_types, origin)
 
 
-def _table(block: RopeBlock, view: ConfigView, registry: Registry, *, strict: bool) -> RopeTable:
-    scheme = registry.scheme(block.rope_type, path=block.rope_type_path)
-    geometry = block.geometry
-    _check_dims(scheme, block, view)
-    params = validate_params(scheme, block.values, block.path, geometry, view, strict=strict)
-    frozen_params = MappingProxyType(dict(params))
-    frequencies = registry.build(scheme, frozen_params, geometry, None)
-    length = len(frequencies.inv_freq)
-    if block.mrope_section is not None and sum(block.mrope_section) != length:
-        raise RopeConfigError(
-            f"{block.path}.mrope_section",
-            f"sections {list(block.mrope_section)} sum to {sum(block.mrope_section)}; "
-            f"they must sum to rotary_dim / 2 = {length}",
-        )
+def build_table(block: RopeBlock, loaded: LoadedScheme, *, strict: bool = True) -> RopeTable:
+    """Validate ``block`` against ``loaded``'s scheme and build its load-time table."""
+    scheme, geometry = loaded.scheme, block.geometry
+    block.check_dims(scheme.table_length(geometry), covers_head=scheme.covers_head)
+    params = MappingProxyType(validate_params(scheme, block, strict=strict))
+    for key, problem in loaded.check(params, geometry):
+        raise RopeConfigError(block.where(key), problem)
+    frequencies = loaded.build(params, geometry, None)
+    switch_at = loaded.switch_at(params, geometry)
     return RopeTable(
         layer_type=block.layer_type,
         rope_type=scheme.name,
-        params=MappingProxyType(
-            {"rope_theta": geometry.theta, "partial_rotary_factor": geometry.partial_rotary_factor, **params}
-        ),
-        head_dim=geometry.head_dim,
-        rotary_dim=2 * length,
+        params=params,
+        geometry=geometry,
         inv_freq=frequencies.inv_freq,
         attention_factor=frequencies.attention_factor,
-        seq_len_dependent=scheme.seq_len_dependent,
-        seq_len_rule=scheme.seq_len_rule,
+        rule=SeqLenRule(scheme.seq_len_rule, switch_at) if switch_at is not None else None,
         mrope_section=block.mrope_section,
         mrope_interleaved=block.mrope_interleaved,
-        switch_at=scheme.switch_at(frozen_params, geometry) if scheme.switch_at is not None else None,
-        geometry=geometry,
-        landmarks=dict(scheme.landmarks(frozen_params, geometry)) if scheme.landmarks is not None else {},
-        rebuild=partial(registry.build, scheme, frozen_params, geometry),
+        landmarks=loaded.landmarks(params, geometry),
+        scheme=loaded,
     )
-
-
-def _check_dims(scheme: Scheme, block: RopeBlock, view: ConfigView) -> None:
-    geometry = block.geometry
-    if scheme.covers_head:
-        if geometry.head_dim % 2:
-            problem = f"rope_type {scheme.name!r} needs an even head_dim, got {geometry.head_dim}"
-            raise RopeConfigError(view.path("head_dim"), problem)
-        return
-    rotary = geometry.rotary_dim
-    if rotary < 2 or rotary % 2:
-        factor_path = (f"{block.path}.partial_rotary_factor" if "partial_rotary_factor" in block.values
-                       else view.path("partial_rotary_factor"))
-        raise RopeConfigError(
-            factor_path if geometry.partial_rotary_factor != 1 else view.path("head_dim"),
-            f"rotary dim int(head_dim {geometry.head_dim} * partial_rotary_factor "
-            f"{geometry.partial_rotary_factor}) = {rotary} must be even and >= 2",
-        )

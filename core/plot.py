@@ -36,7 +36,7 @@ def plot(model: ModelRope, path: str | os.PathLike[str], *, title: str | None = 
     for column, (name, table) in enumerate(model.tables.items()):
         inv_freq = table.inv_freq
         pairs = np.arange(len(inv_freq))
-        plain = plain_inv_freq(float(table.params["rope_theta"]), table.rotary_dim, len(inv_freq))
+        plain = plain_inv_freq(table.geometry.theta, table.rotary_dim, len(inv_freq))
         rotating = inv_freq > 0
         top: Any = axes[0][column]
         bottom: Any = axes[1][column]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .errors import RopeConfigError
+from .errors import ArgumentError
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -34,16 +34,16 @@ _CHUNK_BLOCKS = 8  # blocks combined per numpy call: temporaries of 8 * 256 * pa
 def _as_positions(positions: Any) -> tuple[int, int] | npt.NDArray[np.int64]:
     """``(start, count)`` for a contiguous run, else an int64 array."""
     if isinstance(positions, bool):
-        raise RopeConfigError("positions", f"expected a count, a range or integer positions, got {positions!r}")
+        raise ArgumentError("positions", f"expected a count, a range or integer positions, got {positions!r}")
     if isinstance(positions, (int, np.integer)):
         if positions < 0:
-            raise RopeConfigError("positions", f"expected a non-negative count, got {positions}")
+            raise ArgumentError("positions", f"expected a non-negative count, got {positions}")
         return 0, int(positions)
     if isinstance(positions, range) and positions.step == 1:
         return positions.start, len(positions)
     array = np.asarray(positions)
     if array.ndim != 1 or not (np.issubdtype(array.dtype, np.integer) or array.size == 0):
-        raise RopeConfigError("positions", f"expected a 1-D sequence of integers, got dtype {array.dtype} "
+        raise ArgumentError("positions", f"expected a 1-D sequence of integers, got dtype {array.dtype} "
                               f"shape {array.shape}")
     return array.astype(np.int64, copy=False)
 
@@ -64,10 +64,10 @@ def cos_sin(
     forward's cache buffers), which avoids allocating and faulting in fresh pages.
     """
     if layout not in LAYOUTS:
-        raise RopeConfigError("layout", f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
+        raise ArgumentError("layout", f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
     out_dtype = np.dtype(dtype)
     if out_dtype not in (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)):
-        raise RopeConfigError("dtype", f"unsupported dtype {out_dtype}; valid: float16, float32, float64")
+        raise ArgumentError("dtype", f"unsupported dtype {out_dtype}; valid: float16, float32, float64")
     freq = np.asarray(inv_freq, dtype=np.float64)
     pairs = freq.shape[0]
     where = _as_positions(positions)
@@ -79,7 +79,7 @@ def cos_sin(
         cos, sin = out
         for name, array in (("out[0]", cos), ("out[1]", sin)):
             if array.shape != (count, 2 * pairs) or array.dtype != out_dtype or not array.flags.c_contiguous:
-                raise RopeConfigError(name, f"expected a C-contiguous {out_dtype} array of shape "
+                raise ArgumentError(name, f"expected a C-contiguous {out_dtype} array of shape "
                                       f"{(count, 2 * pairs)}, got {array.dtype} {array.shape}")
     if count == 0 or pairs == 0:
         return cos, sin
@@ -151,7 +151,7 @@ def _fill_contiguous(
 def _rotate(x: npt.NDArray[Any], cos: npt.NDArray[Any], sin: npt.NDArray[Any], layout: str) -> npt.NDArray[Any]:
     dim = cos.shape[-1]
     if dim > x.shape[-1]:
-        raise RopeConfigError("cos", f"cos/sin cover {dim} channels, the input has {x.shape[-1]}")
+        raise ArgumentError("cos", f"cos/sin cover {dim} channels, the input has {x.shape[-1]}")
     rot, rest = x[..., :dim], x[..., dim:]
     if layout == "neox":
         half = dim // 2
@@ -175,5 +175,5 @@ def apply_rotary(
     interleaved pairs. Channels past ``rotary_dim`` pass through unchanged (partial rotary).
     """
     if layout not in LAYOUTS:
-        raise RopeConfigError("layout", f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
+        raise ArgumentError("layout", f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
     return _rotate(q, cos, sin, layout), _rotate(k, cos, sin, layout)

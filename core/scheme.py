@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import numpy as np
 
+from .errors import DeclarationError, RopeConfigError
+
 if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = [
+    "RESERVED_KEYS",
     "Example",
     "Frequencies",
     "Geometry",
@@ -31,6 +35,18 @@ Params = Mapping[str, Any]
 _KINDS = ("float", "int", "bool", "float_list", "int_list")
 
 
+RESERVED_KEYS = frozenset(
+    {"rope_type", "type", "rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved", "interleaved"}
+)
+"""Block keys the loader reads for every rope_type (into :class:`Geometry` and the table); a
+scheme may not declare them."""
+
+
+def _declared(condition: bool, problem: str) -> None:
+    if not condition:
+        raise DeclarationError(problem)
+
+
 @attrs.frozen
 class Key:
     """One config key a scheme reads from its rope block.
@@ -40,10 +56,14 @@ class Key:
     top-level config key read when the block lacks this one (Phi-3 keeps
     ``original_max_position_embeddings`` there); ``default_from_max_positions`` makes
     ``max_position_embeddings`` the last resort, as transformers does.
+
+    A malformed declaration (an unknown kind, ``per_pair`` on a non-list, an empty range, a key
+    both required and defaulted, an invalid default, a name the loader owns) raises
+    :class:`~ropekit.errors.DeclarationError` right here, at the author's line.
     """
 
     name: str
-    kind: KeyKind = attrs.field(validator=attrs.validators.in_(_KINDS))
+    kind: KeyKind
     doc: str
     required: bool = False
     default: Any = None
@@ -54,6 +74,77 @@ class Key:
     per_pair: bool = False
     config_fallback: str | None = None
     default_from_max_positions: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        label = f"key {self.name!r}"
+        _declared(isinstance(self.name, str) and self.name.isidentifier(), f"{label}: a name must be an identifier")
+        _declared(self.name not in RESERVED_KEYS, f"{label} is read by the loader for every rope_type")
+        _declared(self.kind in _KINDS, f"{label}: kind must be one of {', '.join(_KINDS)}, got {self.kind!r}")
+        _declared(not self.per_pair or self.kind.endswith("_list"), f"{label}: per_pair needs a list kind")
+        lower = [bound for bound in (self.gt, self.ge) if bound is not None]
+        upper = [bound for bound in (self.lt, self.le) if bound is not None]
+        for bound in (*lower, *upper):
+            _declared(_is_number(bound) and math.isfinite(bound), f"{label}: bounds must be finite, got {bound!r}")
+        if lower and upper:
+            low, high = max(lower), min(upper)
+            strict = (self.gt is not None and self.gt == low) or (self.lt is not None and self.lt == high)
+            _declared(low < high or (low == high and not strict), f"{label}: empty range ({self.range_text()})")
+        _declared(not (self.required and self.default is not None), f"{label} is required and also has a default")
+        if self.default is not None:
+            try:
+                self.validate(self.default, self.name)
+            except RopeConfigError as error:
+                raise DeclarationError(f"{label}: default {self.default!r} is invalid: {error.problem}") from None
+
+    def validate(self, value: object, path: str, pairs: int | None = None) -> Any:
+        """``value`` checked against this key (kind, finiteness, range) and normalised (lists
+        become tuples); :class:`~ropekit.RopeConfigError` at JSON ``path`` otherwise.
+
+        ``pairs`` is the rotary pair count a ``per_pair`` list must match (``None``: not checked).
+        """
+        if self.kind == "float":
+            return self._number(value, path)
+        if self.kind == "int":
+            return self._integer(value, path)
+        if self.kind == "bool":
+            if not isinstance(value, bool):
+                raise RopeConfigError(path, f"expected true or false, got {value!r} ({_type_name(value)})")
+            return value
+        if not isinstance(value, (list, tuple)):
+            raise RopeConfigError(path, f"expected a list, got {value!r} ({_type_name(value)})")
+        if self.per_pair and pairs is not None and len(value) != pairs:
+            raise RopeConfigError(
+                path, f"must have one entry per rotary pair ({pairs} = rotary_dim / 2), got {len(value)}"
+            )
+        element = self._integer if self.kind == "int_list" else self._number
+        return tuple(element(item, f"{path}[{index}]") for index, item in enumerate(value))
+
+    def _number(self, value: object, path: str) -> float:
+        if not _is_number(value):
+            raise RopeConfigError(path, f"expected a number, got {value!r} ({_type_name(value)})")
+        try:
+            number = float(value)  # type: ignore[arg-type]
+        except OverflowError:
+            raise RopeConfigError(path, f"must be finite, got an integer of {len(str(value))} digits") from None
+        if not math.isfinite(number):
+            raise RopeConfigError(path, f"must be finite, got {value!r}")
+        for op, bound, ok in (
+            (">", self.gt, self.gt is None or number > self.gt),
+            (">=", self.ge, self.ge is None or number >= self.ge),
+            ("<", self.lt, self.lt is None or number < self.lt),
+            ("<=", self.le, self.le is None or number <= self.le),
+        ):
+            if not ok:
+                raise RopeConfigError(path, f"must be {op} {bound}, got {value!r} (valid: {self.range_text()})")
+        return number
+
+    def _integer(self, value: object, path: str) -> int:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise RopeConfigError(path, f"expected an integer, got {value!r} ({_type_name(value)})")
+        self._number(value, path)
+        return value
 
     def range_text(self) -> str:
         """The valid range in words, e.g. ``'> 0'`` or ``'>= 1 and <= 4'`` (empty when unbounded)."""
@@ -87,6 +178,14 @@ class Key:
             "per_pair": self.per_pair,
             "doc": self.doc,
         }
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _type_name(value: object) -> str:
+    return "null" if value is None else type(value).__name__
 
 
 def _as_tuple(values: Iterable[Any]) -> tuple[Any, ...]:
@@ -186,6 +285,26 @@ class Scheme:
     check: Checker | None = None
     landmarks: Landmarks | None = None
     examples: tuple[Example, ...] = attrs.field(default=(), converter=_as_tuple)
+
+    def __attrs_post_init__(self) -> None:
+        label = f"scheme {self.name!r}"
+        _declared(isinstance(self.name, str) and bool(self.name.strip()), f"{label}: name must be a non-empty string")
+        _declared(callable(self.build), f"{label}: build must be callable")
+        for field in ("check", "switch_at", "landmarks"):
+            value = getattr(self, field)
+            _declared(value is None or callable(value), f"{label}: {field} must be callable or None")
+        for key in self.keys:
+            _declared(isinstance(key, Key), f"{label}: keys must be ropekit.Key objects, got {type(key).__name__}")
+        names = [key.name for key in self.keys]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        _declared(not twice, f"{label}: keys declared twice: {twice}")
+        if self.seq_len_dependent:
+            _declared(self.switch_at is not None, f"{label}: a seq_len_dependent scheme must declare switch_at")
+            _declared(bool(self.seq_len_rule.strip()), f"{label}: a seq_len_dependent scheme must state seq_len_rule")
+        else:
+            _declared(self.switch_at is None, f"{label}: switch_at is declared but seq_len_dependent is false")
+        for example in self.examples:
+            _declared(isinstance(example, Example), f"{label}: examples must be ropekit.Example objects")
 
     def key(self, name: str) -> Key | None:
         """The declared key called ``name``, if any."""

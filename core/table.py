@@ -2,65 +2,107 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
 
-from .errors import RopeConfigError
-from .scheme import Frequencies, Geometry
+from .errors import ArgumentError, ArgumentTypeError
+from .scheme import Geometry
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+    from .loaded import LoadedScheme
     from .rotary import Layout
 
-__all__ = ["MAX_SEQ_LEN", "ModelRope", "RopeTable"]
+__all__ = ["MAX_SEQ_LEN", "ModelRope", "RopeTable", "SeqLenRule"]
 
 MAX_SEQ_LEN = 1 << 40
 """The longest sequence :meth:`RopeTable.at` accepts."""
+
+
+@attrs.frozen
+class SeqLenRule:
+    """How a seq-len-dependent table changes: the rule in words, and the length up to which the
+    load-time table holds (a forward crossing it must rebuild its cos/sin cache)."""
+
+    text: str
+    switch_at: int
 
 
 @attrs.frozen(eq=False)
 class RopeTable:
     """The RoPE a forward must use for one layer type.
 
-    ``inv_freq`` is read-only float64, ``len(inv_freq) == rotary_dim // 2``, in transformers' order;
-    the forward multiplies cos and sin by ``attention_factor``. ``params`` are the normalised
-    parameters (defaults filled in). For a ``seq_len_dependent`` scheme this is the table at load
-    time (no sequence length); :meth:`at` gives the table for a sequence of ``seq_len`` positions,
-    and ``switch_at`` is the length up to which the load-time table holds (a forward that crosses
-    it must rebuild its cos/sin cache). ``geometry`` is what the builder was given.
+    ``inv_freq`` is read-only float64 in transformers' order; the forward multiplies cos and sin by
+    ``attention_factor``. ``params`` are the scheme's own parameters, validated and defaulted;
+    ``geometry`` is what the builder was given (head_dim, theta, partial_rotary_factor,
+    max_position_embeddings). For a seq-len-dependent scheme (``rule`` is set) this is the table
+    at load time (no sequence length); :meth:`at` gives the table for a sequence of ``seq_len``
+    positions.
+
+    Two widths: :attr:`rotary_dim` is the number of channels the forward's cos/sin cover
+    (``2 * len(inv_freq)``); :attr:`rotated_dim` the number whose frequency is non-zero. They differ
+    only for schemes that cover the whole head with zeros past the rotated part (``proportional``).
     """
 
     layer_type: str
     rope_type: str
     params: Mapping[str, Any]
-    head_dim: int
-    rotary_dim: int
+    geometry: Geometry
     inv_freq: npt.NDArray[np.float64]
     attention_factor: float
     seq_len: int | None = None
-    seq_len_dependent: bool = False
-    seq_len_rule: str = ""
+    rule: SeqLenRule | None = None
     mrope_section: tuple[int, ...] | None = None
     mrope_interleaved: bool = False
-    switch_at: int | None = None
     landmarks: Mapping[str, float] = attrs.field(factory=dict, repr=False)
-    geometry: Geometry | None = attrs.field(default=None, repr=False)
-    _rebuild: Callable[[int | None], Frequencies] | None = attrs.field(default=None, repr=False, alias="rebuild")
+    _scheme: LoadedScheme | None = attrs.field(default=None, repr=False, alias="scheme")
+
+    @property
+    def head_dim(self) -> int:
+        """The attention head's width."""
+        return self.geometry.head_dim
+
+    @property
+    def rotary_dim(self) -> int:
+        """Channels the forward's cos/sin cover: ``2 * len(inv_freq)``."""
+        return 2 * len(self.inv_freq)
+
+    @property
+    def rotated_dim(self) -> int:
+        """Channels that actually rotate (``int(head_dim * partial_rotary_factor)``)."""
+        return self.geometry.rotary_dim
+
+    @property
+    def seq_len_dependent(self) -> bool:
+        """Whether the table depends on the sequence length (dynamic, longrope)."""
+        return self.rule is not None
+
+    @property
+    def seq_len_rule(self) -> str:
+        """The seq-len rule in words (empty when the table does not depend on it)."""
+        return self.rule.text if self.rule is not None else ""
+
+    @property
+    def switch_at(self) -> int | None:
+        """The length up to which the load-time table holds (``None``: independent of seq_len)."""
+        return self.rule.switch_at if self.rule is not None else None
 
     def at(self, seq_len: int) -> RopeTable:
         """The table for a sequence of ``seq_len`` positions (``max(position_ids) + 1``).
 
         Equal to ``self`` for schemes that do not depend on the sequence length.
         """
-        if isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer)) or not 1 <= seq_len <= MAX_SEQ_LEN:
-            raise RopeConfigError("seq_len", f"expected an integer in [1, 2**40], got {seq_len!r}")
-        if not self.seq_len_dependent or self._rebuild is None:
+        if isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer)):
+            raise ArgumentTypeError("seq_len", f"expected an integer in [1, 2**40], got {seq_len!r}")
+        if not 1 <= seq_len <= MAX_SEQ_LEN:
+            raise ArgumentError("seq_len", f"expected an integer in [1, 2**40], got {seq_len!r}")
+        if self.rule is None or self._scheme is None:
             return self
-        frequencies = self._rebuild(int(seq_len))
+        frequencies = self._scheme.build(self.params, self.geometry, int(seq_len))
         return attrs.evolve(
             self,
             inv_freq=frequencies.inv_freq,
@@ -85,21 +127,32 @@ class RopeTable:
 
         return cos_sin(self.inv_freq, self.attention_factor, positions, dtype=dtype, layout=layout, out=out)
 
-    def to_json(self) -> dict[str, Any]:
-        """The ``ropekit table --json`` record of this layer type."""
-        record: dict[str, Any] = {
-            "rope_type": self.rope_type,
-            "inv_freq": self.inv_freq.tolist(),
-            "attention_factor": self.attention_factor,
-            "rotary_dim": self.rotary_dim,
-            "head_dim": self.head_dim,
-            "params": {name: list(v) if isinstance(v, tuple) else v for name, v in self.params.items()},
-        }
+    def json_params(self) -> dict[str, Any]:
+        """The parameters the table was built with, as JSON: the geometry's ``rope_theta`` and
+        ``partial_rotary_factor``, then the scheme's own (tuples as lists)."""
+        merged = {"rope_theta": self.geometry.theta, "partial_rotary_factor": self.geometry.partial_rotary_factor,
+                  **self.params}
+        return {name: list(value) if isinstance(value, tuple) else value for name, value in merged.items()}
+
+    def to_json(self, *, inv_freq: bool = True) -> dict[str, Any]:
+        """The one JSON form of a table (``ropekit table --json``; ``export`` and ``audit`` build on it).
+
+        ``inv_freq=False`` leaves the frequencies out (for documents that store them elsewhere).
+        """
+        record: dict[str, Any] = {"rope_type": self.rope_type}
+        if inv_freq:
+            record["inv_freq"] = self.inv_freq.tolist()
+        record.update(
+            attention_factor=self.attention_factor,
+            rotary_dim=self.rotary_dim,
+            head_dim=self.head_dim,
+            params=self.json_params(),
+        )
         if self.seq_len is not None:
             record["seq_len"] = self.seq_len
-        if self.seq_len_dependent:
-            record["seq_len_rule"] = self.seq_len_rule
-            record["switch_at"] = self.switch_at
+        if self.rule is not None:
+            record["seq_len_rule"] = self.rule.text
+            record["switch_at"] = self.rule.switch_at
         if self.mrope_section is not None:
             record["mrope_section"] = list(self.mrope_section)
             record["mrope_interleaved"] = self.mrope_interleaved
@@ -112,8 +165,8 @@ class ModelRope:
 
     ``layer_types`` has one entry per layer, named as transformers names them (empty when the
     config does not say). A flat config has the single table ``full_attention``, which every
-    layer uses; if it declares ``layer_types`` (sliding, linear-attention or conv layers) they are
-    reported as declared, so a forward can see which layers rotate at all.
+    attention layer uses; if it declares ``layer_types`` (sliding, linear-attention or conv
+    layers) they are reported as declared, so a forward can see which layers rotate at all.
     """
 
     tables: Mapping[str, RopeTable]

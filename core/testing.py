@@ -35,6 +35,7 @@ from .table import RopeTable
 
 __all__ = [
     "CHECKS",
+    "CheckNotRun",
     "CheckResult",
     "check_declaration",
     "check_entry_point",
@@ -55,18 +56,38 @@ RTOL = 2e-6
 UNKNOWN_KEY = "ropekit_conformance_unknown_key"
 
 
+class CheckNotRun(Exception):  # noqa: N818 - a signal like pytest's Skipped, not an error
+    """Raised by a check that has nothing to check (``examples`` of a scheme that declares none).
+
+    Not a failure, and not a pass: :func:`run_checks` records it as ``not_run``, the pytest helper
+    as a skip, ``ropekit check-plugin`` as ``NOT RUN``.
+    """
+
+
 @attrs.frozen
 class CheckResult:
-    """The outcome of one check on one rope_type."""
+    """The outcome of one check on one rope_type: ``passed``, or ``not_run`` (with the reason in
+    ``message``), or neither (failed, the message says why)."""
 
     rope_type: str
     check: str
     passed: bool
     message: str = ""
+    not_run: bool = False
+
+    @property
+    def status(self) -> str:
+        """``pass``, ``fail`` or ``not_run``."""
+        return "not_run" if self.not_run else "pass" if self.passed else "fail"
+
+    @property
+    def failed(self) -> bool:
+        """Whether the check ran and failed."""
+        return not self.passed and not self.not_run
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready form (``ropekit check-plugin --json``)."""
-        return {"check": self.check, "passed": self.passed, "message": self.message}
+        return {"check": self.check, "passed": self.passed, "status": self.status, "message": self.message}
 
 
 def _fail(rope_type: str, check: str, problem: str) -> AssertionError:
@@ -177,11 +198,14 @@ def check_declaration(rope_type: str, *, registry: Registry | None = None) -> No
 def check_examples(rope_type: str, *, registry: Registry | None = None) -> None:
     """Every declared example loads through ``ropekit.load`` and yields its declared values.
 
-    (A scheme with no examples passes vacuously; the other checks then use a config synthesized
-    from its keys, but only examples prove the numbers.)"""
+    A scheme with no examples is not run (:class:`CheckNotRun`): the other checks then use a config
+    synthesized from its keys, but only examples prove the numbers."""
     registry = registry or default_registry()
     check = "examples"
     scheme = _scheme(rope_type, check, registry)
+    if not scheme.examples:
+        raise CheckNotRun(f"[{rope_type}] {check}: no examples declared, so nothing proves the numbers "
+                          "(add Example(...) values from a reference implementation)")
     for example in scheme.examples:
         table = _table(example, registry, rope_type, check)
         if table.rope_type != scheme.name:
@@ -204,7 +228,7 @@ def _table_problems(table: RopeTable, scheme: Scheme) -> Iterator[str]:
     if not isinstance(freq, np.ndarray) or freq.dtype != np.float64:
         yield f"inv_freq is not float64 ({getattr(freq, 'dtype', type(freq))})"
         return
-    if table.geometry is not None and freq.shape != (scheme.table_length(table.geometry),):
+    if freq.shape != (scheme.table_length(table.geometry),):
         yield f"inv_freq has shape {freq.shape}, expected ({scheme.table_length(table.geometry)},)"
     if not np.all(np.isfinite(freq)):
         yield "inv_freq has non-finite values"
@@ -418,11 +442,15 @@ CHECKS: tuple[str, ...] = tuple(_CHECK_FUNCTIONS)
 def run_checks(
     rope_type: str, *, registry: Registry | None = None, checks: Sequence[str] = CHECKS
 ) -> list[CheckResult]:
-    """Run ``checks`` on ``rope_type``; every check runs even when an earlier one fails."""
+    """Run ``checks`` on ``rope_type``; every check runs even when an earlier one fails.
+
+    A plugin passes when no result ``failed`` (a check ``not_run`` is reported, not failed)."""
     results = []
     for name in checks:
         try:
             _CHECK_FUNCTIONS[name](rope_type, registry=registry)
+        except CheckNotRun as reason:
+            results.append(CheckResult(rope_type, name, False, str(reason), not_run=True))
         except AssertionError as failure:
             results.append(CheckResult(rope_type, name, False, str(failure)))
         except PluginError as error:  # a plugin fault surfacing past a check's own handling
@@ -459,6 +487,9 @@ def conformance_suite(
 
     @pytest.mark.parametrize(("rope_type", "check"), params)
     def test_conformance(rope_type: str, check: str) -> None:
-        _CHECK_FUNCTIONS[check](rope_type, registry=registry)
+        try:
+            _CHECK_FUNCTIONS[check](rope_type, registry=registry)
+        except CheckNotRun as reason:
+            pytest.skip(str(reason))
 
     return test_conformance

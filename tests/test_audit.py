@@ -98,9 +98,9 @@ def test_read_served_formats(tmp_path: Path) -> None:
     np.testing.assert_allclose(read_served(tmp_path / "t.f32"), values, rtol=1e-7)
     np.testing.assert_array_equal(read_served(tmp_path / "t.bin", dtype="float64"), values)
     np.testing.assert_array_equal(read_served(tmp_path / "t.npy"), values)
-    with pytest.raises(ropekit.ConfigSourceError, match="pass --dtype"):
+    with pytest.raises(ropekit.ArgumentError, match="give its dtype"):
         read_served(tmp_path / "t.bin")
-    with pytest.raises(ropekit.ConfigSourceError, match="no such file"):
+    with pytest.raises(ropekit.ArgumentError, match="no such file"):
         read_served(tmp_path / "missing.npy")
 
 

@@ -47,12 +47,15 @@ def with_change(path: str, value: Any) -> dict[str, Any]:
         ("rope_scaling.factor", -2.0, "rope_scaling.factor", ">= 1"),
         ("rope_scaling.high_freq_factor", 0.5, "rope_scaling.high_freq_factor", ">= low_freq_factor"),
         ("rope_scaling.original_max_position_embeddings", 8192.5, "original_max_position_embeddings", "integer"),
-        ("rope_theta", 0, "rope_theta", "> 0"),
-        ("rope_theta", -10000.0, "rope_theta", "> 0"),
+        ("rope_theta", 0, "rope_theta", "(1, 1e+30]"),
+        ("rope_theta", -10000.0, "rope_theta", "(1, 1e+30]"),
+        ("rope_theta", 5e-324, "rope_theta", "(1, 1e+30]"),
+        ("rope_theta", 10**400, "rope_theta", "401 digits"),
         ("rope_theta", False, "rope_theta", "expected a number"),
         ("rope_theta", float("nan"), "rope_theta", "finite"),
         ("partial_rotary_factor", 1.5, "partial_rotary_factor", "(0, 1]"),
-        ("partial_rotary_factor", 0.0, "partial_rotary_factor", "> 0"),
+        ("partial_rotary_factor", 0.0, "partial_rotary_factor", "(0, 1]"),
+        ("partial_rotary_factor", 1e31, "partial_rotary_factor", "(0, 1]"),
         ("partial_rotary_factor", 0.3, "partial_rotary_factor", "even"),
         ("head_dim", 63, "head_dim", "even"),
         ("head_dim", -64, "head_dim", "positive integer"),
@@ -137,8 +140,25 @@ def test_mrope_section_must_sum_to_pairs() -> None:
 
 
 def test_dynamic_needs_max_positions() -> None:
-    with pytest.raises(ropekit.RopeConfigError, match="needs max_position_embeddings"):
+    with pytest.raises(ropekit.RopeConfigError, match="missing: rope_type 'dynamic' needs it") as caught:
         ropekit.load({"head_dim": 64, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}})
+    assert caught.value.path == "max_position_embeddings"  # blamed where the key belongs, not on factor
+
+
+def test_scheme_checks_blame_keys_where_they_are() -> None:
+    """A scheme's check may name a config key; the path is where the config states it."""
+    config = {"text_config": {"head_dim": 16, "rope_theta": 1.0, "max_position_embeddings": 256,
+                              "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                               "original_max_position_embeddings": 64}}}
+    with pytest.raises(ropekit.RopeConfigError) as caught:
+        ropekit.load(config)
+    assert caught.value.path == "text_config.rope_theta"
+    v5 = {"head_dim": 16, "max_position_embeddings": 256,
+          "rope_parameters": {"rope_type": "yarn", "rope_theta": 1.0, "factor": 4.0,
+                              "original_max_position_embeddings": 64}}
+    with pytest.raises(ropekit.RopeConfigError) as caught:
+        ropekit.load(v5)
+    assert caught.value.path == "rope_parameters.rope_theta"
 
 
 def test_yarn_beta_order() -> None:
@@ -198,7 +218,7 @@ def test_errors_form_one_hierarchy() -> None:
                            "original_max_position_embeddings": 1}}, "rope_scaling.original_max_position_embeddings"),
         ({"head_dim": 16, "rope_theta": 1.0, "max_position_embeddings": 256,
           "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}},
-         "rope_scaling.factor"),
+         "rope_theta"),
         ({"num_hidden_layers": 339456928.0, "head_dim": 8}, "num_hidden_layers"),
         ({"head_dim": 8, "max_position_embeddings": 64, "rope_scaling": {"rope_type": "dynamic", "factor": 1e300}},
          "rope_scaling.factor"),
@@ -217,8 +237,9 @@ def test_dynamic_large_factor_is_exactly_plain_at_load() -> None:
     config = {"head_dim": 64, "max_position_embeddings": 4096, "rope_scaling": {"rope_type": "dynamic", "factor": 1e5}}
     table = ropekit.load(config).table
     np.testing.assert_array_equal(table.inv_freq, ropekit.plain_inv_freq(10000.0, 64))
-    with pytest.raises(ropekit.RopeConfigError, match=r"seq_len"):
+    with pytest.raises(ropekit.ArgumentError, match=r"seq_len") as caught:
         table.at(1 << 41)
+    assert not isinstance(caught.value, ropekit.RopeConfigError)  # a wrong argument, not a wrong config
 
 
 def test_yarn_with_an_enormous_beta_still_builds() -> None:

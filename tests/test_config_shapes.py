@@ -60,7 +60,7 @@ def test_v5_rope_parameters_carry_theta_and_win_over_top_level() -> None:
     config = {"head_dim": 64, "rope_theta": 10000.0,
               "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}}
     table = ropekit.load(config).table
-    assert table.params["rope_theta"] == 500000.0
+    assert table.geometry.theta == 500000.0 and table.to_json()["params"]["rope_theta"] == 500000.0
     np.testing.assert_allclose(table.inv_freq, plain(500000.0, 64), rtol=1e-15)
 
 
@@ -218,7 +218,7 @@ def test_layers_without_rope_are_named() -> None:
               "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
                                   "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
     model = ropekit.load(config)
-    assert model.for_layer(2).params["rope_theta"] == 1e6
+    assert model.for_layer(2).geometry.theta == 1e6
     with pytest.raises(KeyError, match="layer 0 is a 'conv' layer, which has no rope parameters"):
         model.for_layer(0)
 

@@ -90,8 +90,10 @@ def ropekit_scheme():
 def test_missing_examples_and_unregistered_alias(make_dist: MakeDist) -> None:
     source = BARE_PLUGIN
     make_dist("ropekit-bare", {"bare": "bare_plugin"}, {"bare_plugin": source})
-    failed = _failed("bare", Registry(read_env=False))
+    results = {r.check: r for r in run_checks("bare", registry=Registry(read_env=False))}
+    failed = {name: r.message for name, r in results.items() if r.failed}
     assert set(failed) == {"entry_point"}  # the other checks run on a config synthesized from the keys
+    assert results["examples"].status == "not_run" and "no examples declared" in results["examples"].message
     assert "aliases ['bare_v0'] are declared but not registered" in failed["entry_point"]
 
 

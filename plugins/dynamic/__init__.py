@@ -39,9 +39,10 @@ def build(params: Params, geometry: Geometry, seq_len: int | None) -> Frequencie
 def check(params: Params, geometry: Geometry) -> Iterator[tuple[str, str]]:
     """The base formula needs max_position_embeddings and a rotary dim above 2."""
     if geometry.max_position_embeddings is None:
-        yield "factor", "rope_type 'dynamic' needs max_position_embeddings in the config"
+        yield "max_position_embeddings", "missing: rope_type 'dynamic' needs it (seq_len / max_position_embeddings)"
     if geometry.rotary_dim <= 2:
-        yield "factor", f"rope_type 'dynamic' needs a rotary dim > 2 (d / (d - 2)), got {geometry.rotary_dim}"
+        blamed = "partial_rotary_factor" if geometry.partial_rotary_factor != 1 else "head_dim"
+        yield blamed, f"rope_type 'dynamic' needs a rotary dim > 2 (d / (d - 2)), got {geometry.rotary_dim}"
 
 
 def switch_at(params: Params, geometry: Geometry) -> int:

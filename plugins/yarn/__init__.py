@@ -75,7 +75,7 @@ def check(params: Params, geometry: Geometry) -> Iterator[tuple[str, str]]:
     elif not 1e-6 <= _factor(params, geometry) <= 1e6:
         yield "factor", f"max_position_embeddings / original gives {_factor(params, geometry)}; must be in [1e-6, 1e6]"
     if geometry.theta <= 1:
-        yield "factor", f"YaRN divides by ln(rope_theta): rope_theta must be > 1, got {geometry.theta}"
+        yield "rope_theta", f"YaRN divides by ln(rope_theta): rope_theta must be > 1, got {geometry.theta}"
     if params["beta_fast"] < params["beta_slow"]:  # equal is valid: Kimi-K2 ships 1.0 and 1.0
         yield "beta_fast", f"must be >= beta_slow ({params['beta_slow']}), got {params['beta_fast']}"
 
