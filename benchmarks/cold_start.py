@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "core" / "examples" / "llama-3.2-1b-instruct.json"
+SEED_CONFIG = Path(__file__).resolve().parent.parent / "core" / "sample_configs" / "llama-3.2-1b-instruct.json"
 
 TRANSFORMERS_SNIPPET = """
 import json, sys
@@ -43,7 +43,7 @@ def _time(command: list[str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=21)
-    parser.add_argument("--config", default=str(EXAMPLE))
+    parser.add_argument("--config", default=str(SEED_CONFIG))
     args = parser.parse_args()
     commands = {
         "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from typing import Any
 
 import attrs
 
@@ -33,8 +34,10 @@ def discover(group: str = ENTRY_POINT_GROUP) -> dict[str, tuple[PluginInfo, ...]
     Reads installed metadata only; no plugin is imported. When every ``sys.path`` entry is a
     directory (the usual case) the ``*.dist-info`` / ``*.egg-info`` folders are read directly,
     which keeps a cold ``ropekit`` process cheap; otherwise (zipped eggs, custom finders)
-    ``importlib.metadata`` does the reading. Both give the same answer (tested); as in
-    ``importlib.metadata``, a distribution name seen earlier on ``sys.path`` shadows later copies.
+    ``importlib.metadata`` does the reading. Both give the same answer: ``tests/test_discovery.py``
+    compares them (and the ``importlib_metadata`` backport) on the installed distributions and on
+    synthetic dist-info / egg-info trees. As in ``importlib.metadata``, a distribution name seen
+    earlier on ``sys.path`` shadows later copies.
     """
     if all(os.path.isdir(entry) or not os.path.exists(entry) for entry in sys.path if entry):
         found = _scan_directories(group)
@@ -49,11 +52,14 @@ def _claim(found: dict[str, list[PluginInfo]], info: PluginInfo) -> None:
         claims.append(info)
 
 
-def _scan_importlib_metadata(group: str) -> dict[str, list[PluginInfo]]:
-    from importlib.metadata import entry_points
+def _scan_importlib_metadata(group: str, metadata: Any = None) -> dict[str, list[PluginInfo]]:
+    """The reference reading: ``importlib.metadata`` (or a module with its API, such as the
+    ``importlib_metadata`` backport, passed as ``metadata``)."""
+    if metadata is None:
+        import importlib.metadata as metadata
 
     found: dict[str, list[PluginInfo]] = {}
-    for entry_point in entry_points(group=group):
+    for entry_point in metadata.entry_points(group=group):
         dist = entry_point.dist
         name = dist.name if dist is not None else "<unknown distribution>"
         version = dist.version if dist is not None else "?"

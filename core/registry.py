@@ -114,7 +114,9 @@ class Registry:
             candidates = self._candidates(claims)
             first = candidates[0] if candidates else claims[0]
             state, problem = "available", ""
-            if len(candidates) > 1:
+            if self._manager.is_blocked(rope_type):
+                state, problem = "blocked", self._block_reason(first)
+            elif len(candidates) > 1:
                 state, problem = "conflict", _duplicate_text(rope_type, candidates)
                 first = attrs.evolve(first, distribution=", ".join(c.distribution for c in candidates))
             elif self._block_reason(first):
@@ -198,6 +200,8 @@ class Registry:
 
     def _load(self, rope_type: str, claims: tuple[PluginInfo, ...]) -> LoadedScheme:
         candidates = self._candidates(claims)
+        if self._manager.is_blocked(rope_type):
+            raise PluginBlockedError(rope_type, candidates[0].distribution, self._block_reason(candidates[0]))
         if len(candidates) > 1:
             raise DuplicateSchemeError(rope_type, candidates[0].distribution, _duplicate_text(rope_type, candidates))
         info = candidates[0]
@@ -267,7 +271,8 @@ class Registry:
             )
         claims = self.claims()
         for name in (scheme.name, *scheme.aliases):
-            others = sorted({c.distribution for c in claims.get(name, ()) if c.distribution != info.distribution})
+            serving = self._candidates(claims.get(name, ()))
+            others = sorted({c.distribution for c in serving if c.distribution != info.distribution})
             if others:
                 raise SchemeMismatchError(
                     info.rope_type,

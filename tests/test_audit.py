@@ -13,7 +13,7 @@ import ropekit
 from ropekit.audit import audit, estimate_from_cos_sin, read_served
 from ropekit.cli import main
 
-EXAMPLE = Path(__file__).parent.parent / "core" / "examples" / "llama-3.2-1b-instruct.json"
+SEED_CONFIG = Path(__file__).parent.parent / "core" / "sample_configs" / "llama-3.2-1b-instruct.json"
 PHI3: dict[str, Any] = {
     "hidden_size": 1024, "num_attention_heads": 16, "max_position_embeddings": 16384,
     "original_max_position_embeddings": 4096,
@@ -23,7 +23,7 @@ PHI3: dict[str, Any] = {
 
 
 def test_seed_plain_rope_served_for_llama3() -> None:
-    model = ropekit.load(EXAMPLE)
+    model = ropekit.load(SEED_CONFIG)
     report = audit(model, ropekit.plain_inv_freq(500000.0, 64).astype(np.float32), positions=[128, 1024, 2048])
     assert report["matches_declared"] is False
     assert report["matched"]["rope_type"] == "default"
@@ -35,7 +35,7 @@ def test_seed_plain_rope_served_for_llama3() -> None:
 
 
 def test_declared_table_matches_even_as_float32() -> None:
-    model = ropekit.load(EXAMPLE)
+    model = ropekit.load(SEED_CONFIG)
     assert audit(model, model.table.inv_freq.astype(np.float32))["matches_declared"] is True
 
 
@@ -66,7 +66,7 @@ def test_another_layer_types_table() -> None:
 
 @pytest.mark.parametrize("layout", ["neox", "gptj"])
 def test_cos_sin_caches_are_audited_through_the_recovered_table(layout: Any) -> None:
-    model = ropekit.load(EXAMPLE)
+    model = ropekit.load(SEED_CONFIG)
     plain = ropekit.load({"head_dim": 64, "rope_theta": 500000.0}).table
     cos, sin = plain.cos_sin(4096, layout=layout)
     inv_freq, factor = estimate_from_cos_sin(cos.astype(np.float64), sin.astype(np.float64), layout)
@@ -81,7 +81,7 @@ def test_cos_sin_caches_are_audited_through_the_recovered_table(layout: Any) -> 
 
 
 def test_cos_only() -> None:
-    model = ropekit.load(EXAMPLE)
+    model = ropekit.load(SEED_CONFIG)
     good, _ = model.table.cos_sin(2048)
     assert audit(model, good.astype(np.float64))["matches_declared"] is True
     bad, _ = ropekit.load({"head_dim": 64, "rope_theta": 500000.0}).table.cos_sin(2048)
@@ -106,13 +106,13 @@ def test_read_served_formats(tmp_path: Path) -> None:
 
 def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ropekit.plain_inv_freq(500000.0, 64).astype("<f4").tofile(tmp_path / "served.f32")
-    assert main(["audit", str(EXAMPLE), "--served", str(tmp_path / "served.f32"), "--positions", "2048"]) == 1
+    assert main(["audit", str(SEED_CONFIG), "--served", str(tmp_path / "served.f32"), "--positions", "2048"]) == 1
     out = capsys.readouterr().out
     assert "MISMATCH" in out and "it matches: default: plain RoPE, rope_theta 500000" in out
     assert "17 of 32 pairs differ from the declared table, by up to 32x" in out
-    np.save(tmp_path / "good.npy", ropekit.load(EXAMPLE).table.inv_freq)
-    assert main(["audit", str(EXAMPLE), "--served", str(tmp_path / "good.npy"), "--json"]) == 0
+    np.save(tmp_path / "good.npy", ropekit.load(SEED_CONFIG).table.inv_freq)
+    assert main(["audit", str(SEED_CONFIG), "--served", str(tmp_path / "good.npy"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["matches_declared"] is True
     (tmp_path / "weird.bin").write_bytes(b"\0" * 16)
-    assert main(["audit", str(EXAMPLE), "--served", str(tmp_path / "weird.bin")]) == 2
+    assert main(["audit", str(SEED_CONFIG), "--served", str(tmp_path / "weird.bin")]) == 2
     assert "--served" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""The CLI contracts other tools parse (DESIGN.md), and its behaviour on bad input."""
+"""The CLI contracts other tools parse (README "Command line"), and its behaviour on bad input."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from ropekit.cli import main
 
-EXAMPLE = str(Path(__file__).parent.parent / "core" / "examples" / "llama-3.2-1b-instruct.json")
+SEED_CONFIG = str(Path(__file__).parent.parent / "core" / "sample_configs" / "llama-3.2-1b-instruct.json")
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -21,7 +21,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_table_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "table", EXAMPLE, "--json")
+    code, out, _ = run(capsys, "table", SEED_CONFIG, "--json")
     layer = json.loads(out)["layers"]["full_attention"]
     assert code == 0
     assert {"rope_type", "inv_freq", "attention_factor", "rotary_dim", "head_dim", "params"} <= set(layer)
@@ -39,7 +39,7 @@ def test_table_seq_len(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
 
 
 def test_gap_json_reproduces_the_seed(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "gap", EXAMPLE, "--positions", "128,1024,2048", "--json")
+    code, out, _ = run(capsys, "gap", SEED_CONFIG, "--positions", "128,1024,2048", "--json")
     layer = json.loads(out)["layers"]["full_attention"]
     assert code == 0
     assert (layer["pairs"], layer["scaled_pairs"], layer["max_ratio"]) == (32, 17, 32.0)
@@ -48,7 +48,7 @@ def test_gap_json_reproduces_the_seed(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_gap_for_people(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "gap", EXAMPLE, "--positions", "128")
+    code, out, _ = run(capsys, "gap", SEED_CONFIG, "--positions", "128")
     assert code == 0 and "17 of 32 pairs differ from plain RoPE, max ratio 32" in out and "0.1260" in out
 
 
@@ -61,7 +61,7 @@ def test_list_and_inspect(capsys: pytest.CaptureFixture[str]) -> None:
     assert {k["name"] for k in rows["llama3"]["keys"]} >= {"factor", "low_freq_factor", "high_freq_factor"}
     code, out, _ = run(capsys, "list", "--no-import", "--json")
     assert all("keys" not in row for row in json.loads(out)["schemes"])
-    code, out, _ = run(capsys, "inspect", EXAMPLE)
+    code, out, _ = run(capsys, "inspect", SEED_CONFIG)
     assert code == 0 and "rope_type llama3" in out and "factor = 32.0" in out
 
 
@@ -85,7 +85,7 @@ def test_bad_config_exits_2_with_one_line(
 
 
 def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    for argv in (["gap", EXAMPLE, "--positions", "a,b"], ["table", EXAMPLE, "--seq-len", "0"], ["frobnicate"]):
+    for argv in (["gap", SEED_CONFIG, "--positions", "a,b"], ["table", SEED_CONFIG, "--seq-len", "0"], ["frobnicate"]):
         with pytest.raises(SystemExit) as caught:
             main(argv)
         assert caught.value.code == 2
@@ -98,7 +98,7 @@ def test_missing_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path
 
 
 def test_python_dash_m_entry_point() -> None:
-    done = subprocess.run([sys.executable, "-m", "ropekit", "table", EXAMPLE, "--json"],
+    done = subprocess.run([sys.executable, "-m", "ropekit", "table", SEED_CONFIG, "--json"],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["layers"]["full_attention"]["rope_type"] == "llama3"

@@ -1,4 +1,4 @@
-"""Every bad-input class of the design brief raises RopeConfigError naming the JSON path."""
+"""Every bad-input class the README lists raises RopeConfigError naming the JSON path."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import pytest
 
 import ropekit
 
-EXAMPLE = Path(__file__).parent.parent / "core" / "examples" / "llama-3.2-1b-instruct.json"
+SEED_CONFIG = Path(__file__).parent.parent / "core" / "sample_configs" / "llama-3.2-1b-instruct.json"
 
 
 def plain(theta: float, rotary_dim: int) -> np.ndarray:
@@ -20,23 +20,23 @@ def plain(theta: float, rotary_dim: int) -> np.ndarray:
 
 
 def test_path_directory_and_mapping_agree(tmp_path: Path) -> None:
-    config = json.loads(EXAMPLE.read_text())
-    (tmp_path / "config.json").write_text(EXAMPLE.read_text())
-    tables = [ropekit.load(source).table for source in (config, EXAMPLE, str(EXAMPLE), tmp_path)]
+    config = json.loads(SEED_CONFIG.read_text())
+    (tmp_path / "config.json").write_text(SEED_CONFIG.read_text())
+    tables = [ropekit.load(source).table for source in (config, SEED_CONFIG, str(SEED_CONFIG), tmp_path)]
     for table in tables[1:]:
         np.testing.assert_array_equal(table.inv_freq, tables[0].inv_freq)
     assert ropekit.load(tmp_path).source.endswith("config.json")
 
 
 def test_callers_mapping_is_not_mutated() -> None:
-    config = json.loads(EXAMPLE.read_text())
+    config = json.loads(SEED_CONFIG.read_text())
     before = copy.deepcopy(config)
     ropekit.load(config)
     assert config == before
 
 
 def test_flat_config_has_one_full_attention_type() -> None:
-    model = ropekit.load(EXAMPLE)
+    model = ropekit.load(SEED_CONFIG)
     assert list(model.tables) == ["full_attention"]
     assert model.layer_types == ("full_attention",) * 16
     assert model.for_layer(15) is model.table
@@ -157,7 +157,7 @@ def test_proportional_is_not_partial_rotary() -> None:
 
 
 def test_tables_are_read_only_float64() -> None:
-    table = ropekit.load(EXAMPLE).table
+    table = ropekit.load(SEED_CONFIG).table
     assert table.inv_freq.dtype == np.float64
     with pytest.raises(ValueError, match="read-only"):
         table.inv_freq[0] = 1.0

@@ -19,7 +19,7 @@ from ropekit.cli import main
 from ropekit.export import export
 
 ROOT = Path(__file__).parent.parent
-EXAMPLE = ROOT / "core" / "examples" / "llama-3.2-1b-instruct.json"
+SEED_CONFIG = ROOT / "core" / "sample_configs" / "llama-3.2-1b-instruct.json"
 READER = ROOT / "examples" / "c-reader" / "rope_reader.c"
 GEMMA4: dict[str, Any] = {
     "head_dim": 64, "global_head_dim": 128, "num_hidden_layers": 4, "max_position_embeddings": 131072,
@@ -37,7 +37,7 @@ PHI3: dict[str, Any] = {
 
 
 def test_manifest_files_and_hashes(tmp_path: Path) -> None:
-    model = ropekit.load(EXAMPLE)
+    model = ropekit.load(SEED_CONFIG)
     manifest = export(model, tmp_path, positions=512)
     assert manifest["format"] == "ropekit-export" and manifest["format_version"] == 1
     layer = manifest["layers"]["full_attention"]
@@ -65,7 +65,7 @@ def test_seq_len_dependent_export_states_the_rule(tmp_path: Path) -> None:
 
 
 def test_cli_export(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["export", str(EXAMPLE), "--out", str(tmp_path / "out"), "--positions", "16", "--json"]) == 0
+    assert main(["export", str(SEED_CONFIG), "--out", str(tmp_path / "out"), "--positions", "16", "--json"]) == 0
     manifest = json.loads(capsys.readouterr().out)
     assert manifest["layers"]["full_attention"]["files"]["cos"]["shape"] == [16, 64]
     assert (tmp_path / "out" / "manifest.txt").read_text().count("\nlayer ") == 1
@@ -78,7 +78,7 @@ def _compiler() -> str | None:
     return found
 
 
-@pytest.mark.parametrize(("config", "layout"), [(EXAMPLE, "neox"), (GEMMA4, "neox"), (PHI3, "gptj")])
+@pytest.mark.parametrize(("config", "layout"), [(SEED_CONFIG, "neox"), (GEMMA4, "neox"), (PHI3, "gptj")])
 def test_c_reader_needs_no_scheme_code(tmp_path: Path, config: Any, layout: Any) -> None:
     compiler = _compiler()
     if compiler is None:

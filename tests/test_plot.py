@@ -10,22 +10,22 @@ import pytest
 import ropekit
 from ropekit.cli import main
 
-EXAMPLE = Path(__file__).parent.parent / "core" / "examples" / "llama-3.2-1b-instruct.json"
+SEED_CONFIG = Path(__file__).parent.parent / "core" / "sample_configs" / "llama-3.2-1b-instruct.json"
 
 
 def test_plot_writes_a_png_with_the_band_edges(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib")
     target = tmp_path / "llama.png"
-    assert main(["plot", str(EXAMPLE), "-o", str(target)]) == 0
+    assert main(["plot", str(SEED_CONFIG), "-o", str(target)]) == 0
     data = target.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
-    assert ropekit.load(EXAMPLE).table.landmarks == {"original / low_freq_factor": 8192.0,
+    assert ropekit.load(SEED_CONFIG).table.landmarks == {"original / low_freq_factor": 8192.0,
                                                      "original / high_freq_factor": 2048.0}
 
 
 def test_plot_without_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                  capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    assert main(["plot", str(EXAMPLE), "-o", str(tmp_path / "x.png")]) == 2
+    assert main(["plot", str(SEED_CONFIG), "-o", str(tmp_path / "x.png")]) == 2
     err = capsys.readouterr().err
     assert "pip install 'ropekit[plot]'" in err and err.count("\n") == 1

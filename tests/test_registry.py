@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
+from typing import Any
 
 import numpy as np
 import pytest
@@ -196,3 +198,91 @@ def test_concurrent_first_loads_agree(make_dist: MakeDist) -> None:
     for index, values in results.items():
         assert values == results[index % 6]
     np.testing.assert_allclose(results[0], ropekit.plain_inv_freq(10000.0, 64) / 2, rtol=1e-15)
+
+
+def test_conflict_is_resolved_by_blocking_a_distribution(make_dist: MakeDist) -> None:
+    make_dist("ropekit-a", {"halve": "halve_a"}, {"halve_a": plugin_source("halve")})
+    make_dist("ropekit-b", {"halve": "halve_b"}, {"halve_b": plugin_source("halve")})
+    with pytest.raises(ropekit.DuplicateSchemeError, match="ROPEKIT_BLOCK=ropekit-b"):
+        Registry(read_env=False).scheme("halve")
+    resolved = Registry(block=["ropekit-b"], read_env=False)  # exactly what the message says to do
+    assert ropekit.load(CONFIG, registry=resolved).table.rope_type == "halve"
+    assert resolved.owner("halve") is not None and resolved.owner("halve").distribution == "ropekit-a"  # type: ignore[union-attr]
+    assert {s.rope_type: s.state for s in resolved.status()}["halve"] == "loaded"
+    with pytest.raises(ropekit.PluginBlockedError):  # by rope_type: nobody serves it
+        Registry(block=["halve"], read_env=False).scheme("halve")
+
+
+def test_a_plugin_cannot_impersonate_a_builtin(make_dist: MakeDist, registry: Registry) -> None:
+    """Registered as 'evil' with the scheme named 'llama3' and 'evil' among its aliases."""
+    source = plugin_source("llama3").replace('doc="test scheme"', 'doc="test scheme", aliases=("evil",)')
+    make_dist("ropekit-evil", {"evil": "evil_plugin"}, {"evil_plugin": source})
+    with pytest.raises(ropekit.SchemeMismatchError, match="claims the name 'llama3', which ropekit serves") as caught:
+        ropekit.load({"head_dim": 64, "rope_scaling": {"rope_type": "evil", "alpha": 2.0}}, registry=registry)
+    assert caught.value.distribution == "ropekit-evil"
+    assert registry.scheme("llama3").name == "llama3" and registry.owner("llama3").distribution == "ropekit"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("replacement", "problem"),
+    [
+        ("check=lambda p, g: 1 / 0,", "check() raised ZeroDivisionError"),
+        ("check=lambda p, g: [('alpha', 3)],", "check() must yield (key, problem) string pairs"),
+        ("landmarks=lambda p, g: {'edge': 'far'},", "landmarks() must return a mapping"),
+        ("seq_len_dependent=True, seq_len_rule='r', switch_at=lambda p, g: p['missing'],", "switch_at() raised KeyError"),
+        ("seq_len_dependent=True, seq_len_rule='r', switch_at=lambda p, g: 0,", "switch_at() must return a positive"),
+    ],
+)
+def test_every_scheme_callable_is_contained(
+    make_dist: MakeDist, registry: Registry, replacement: str, problem: str
+) -> None:
+    source = plugin_source("halve").replace('doc="test scheme",', f'doc="test scheme", {replacement}')
+    make_dist("ropekit-calls", {"halve": "calls_plugin"}, {"calls_plugin": source})
+    with pytest.raises(ropekit.SchemeCallError) as caught:
+        ropekit.load(CONFIG, registry=registry)
+    assert caught.value.distribution == "ropekit-calls" and problem in str(caught.value)
+    assert not isinstance(caught.value, ropekit.RopeConfigError)
+
+
+@pytest.mark.parametrize(
+    ("declaration", "problem"),
+    [
+        (lambda: ropekit.Key("f", "float", "doc", per_pair=True), "per_pair needs a list kind"),
+        (lambda: ropekit.Key("f", "float", "doc", gt=2, lt=1), "empty range"),
+        (lambda: ropekit.Key("f", "float", "doc", ge=1, lt=1), "empty range"),
+        (lambda: ropekit.Key("f", "float", "doc", required=True, default=1.0), "required and also has a default"),
+        (lambda: ropekit.Key("f", "float", "doc", default=-1.0, gt=0), "default -1.0 is invalid"),
+        (lambda: ropekit.Key("f", "complex", "doc"), "kind must be one of"),  # type: ignore[arg-type]
+        (lambda: ropekit.Key("rope_theta", "float", "doc"), "read by the loader"),
+        (lambda: ropekit.Key("not a name", "float", "doc"), "identifier"),
+        (lambda: ropekit.Scheme("s", "doc", build=_build, switch_at=lambda p, g: 1), "seq_len_dependent is false"),
+        (lambda: ropekit.Scheme("s", "doc", build=_build, seq_len_dependent=True, seq_len_rule="r"),
+         "must declare switch_at"),
+        (lambda: ropekit.Scheme("s", "doc", build=_build, keys=(ropekit.Key("a", "int", "d"),) * 2), "declared twice"),
+    ],
+)
+def test_declaration_errors_are_raised_at_the_authors_line(declaration: Any, problem: str) -> None:
+    with pytest.raises(ropekit.DeclarationError, match=re.escape(problem)):
+        declaration()
+
+
+def _build(params: ropekit.Params, geometry: ropekit.Geometry, seq_len: int | None) -> ropekit.Frequencies:
+    return ropekit.Frequencies(ropekit.plain_inv_freq(geometry.theta, geometry.rotary_dim))
+
+
+def test_declaration_error_at_import_names_the_distribution(make_dist: MakeDist, registry: Registry) -> None:
+    source = plugin_source("halve").replace('required=True, gt=0', 'required=True, gt=0, per_pair=True')
+    source = source.replace("@hookimpl", "SCHEME = ropekit_scheme_value = None\n@hookimpl")
+    source += "\nSCHEME = ropekit_scheme()\n"  # built at import time, as the built-ins do
+    make_dist("ropekit-declared", {"halve": "declared_plugin"}, {"declared_plugin": source})
+    with pytest.raises(ropekit.SchemeDeclarationError, match="ropekit-declared.*per_pair needs a list kind"):
+        registry.scheme("halve")
+
+
+def test_pluggy_is_the_plugin_manager(registry: Registry) -> None:
+    """Each imported plugin is registered with pluggy under the rope_type it was asked for."""
+    registry.scheme("llama3")
+    manager = registry._manager
+    assert manager.get_plugin("llama3") is sys.modules["ropekit.plugins.llama3"]
+    blocked = Registry(block=["yarn"], read_env=False)
+    assert blocked._manager.is_blocked("yarn")

@@ -14,12 +14,12 @@ import pytest
 import ropekit
 from ropekit.gap import gap_report
 
-EXAMPLE = Path(__file__).parent.parent / "core" / "examples" / "llama-3.2-1b-instruct.json"
+SEED_CONFIG = Path(__file__).parent.parent / "core" / "sample_configs" / "llama-3.2-1b-instruct.json"
 
 
 @pytest.fixture(scope="module")
 def llama3() -> ropekit.RopeTable:
-    return ropekit.load(EXAMPLE).table
+    return ropekit.load(SEED_CONFIG).table
 
 
 def plain(theta: float = 500000.0, dim: int = 64) -> np.ndarray:
@@ -53,7 +53,7 @@ def test_three_in_band_entries_are_interpolated_not_switched(llama3: ropekit.Rop
 
 
 def test_gap_reproduces_the_seed_table() -> None:
-    layer = gap_report(ropekit.load(EXAMPLE), [128, 1024, 2048])["layers"]["full_attention"]
+    layer = gap_report(ropekit.load(SEED_CONFIG), [128, 1024, 2048])["layers"]["full_attention"]
     assert (layer["pairs"], layer["scaled_pairs"]) == (32, 17)
     assert layer["max_ratio"] == pytest.approx(32.0)
     errors = {p: round(row["max_angle_error"], 3) for p, row in layer["positions"].items()}
