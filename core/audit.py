@@ -136,6 +136,9 @@ def _candidates(model: ModelRope, table: RopeTable, served: npt.NDArray[np.float
 
 
 def _pick_table(model: ModelRope, layer_type: str | None, pairs: int) -> RopeTable:
+    if not model.tables:
+        raise ArgumentError("config", f"the model applies no RoPE ({model.no_rope_reason or 'no layer type rotates'}); "
+                            "there is no table to audit")
     if layer_type is not None:
         if layer_type not in model.tables:
             raise ArgumentError("layer_type", f"unknown layer type {layer_type!r}; the config has "

@@ -24,7 +24,7 @@ EXIT_PLUGIN = 3
 
 _FLAGS = {"served": "--served", "sin": "--sin", "layer_type": "--layer-type", "layout": "--layout",
           "positions": "--positions", "seq_len": "--seq-len", "dtype": "--dtype", "directory": "--out",
-          "path": "--output"}
+          "path": "--output", "config": "CONFIG"}
 """Library argument names, as the command line spells them."""
 
 
@@ -72,9 +72,18 @@ def _cmd_table(args: argparse.Namespace) -> None:
         return
     for name, table in model.tables.items():
         print(f"{name}: rope_type={table.rope_type} head_dim={table.head_dim} rotary_dim={table.rotary_dim} "
-              f"attention_factor={table.attention_factor:.9g}" + (f" seq_len={table.seq_len}" if table.seq_len else ""))
+              f"layout={table.layout} attention_factor={table.attention_factor:.9g}"
+              + (f" seq_len={table.seq_len}" if table.seq_len else ""))
         for index, value in enumerate(table.inv_freq):
             print(f"  {index:4d}  {value:.17g}")
+    _print_no_rope(model)
+
+
+def _print_no_rope(model: Any) -> None:
+    for name in sorted(model.no_rope_types - set(model.tables)):
+        print(f"{name}: no RoPE" + (f" ({model.no_rope_reason})" if model.no_rope_reason else ""))
+    if model.no_rope_layers:
+        print(f"layers without RoPE: {', '.join(map(str, model.no_rope_layers))}")
 
 
 def _cmd_gap(args: argparse.Namespace) -> None:
@@ -85,6 +94,9 @@ def _cmd_gap(args: argparse.Namespace) -> None:
         _print_json(report)
         return
     for name, layer in report["layers"].items():
+        if layer.get("no_rope"):
+            print(f"{name}: no RoPE")
+            continue
         ratio = layer["max_ratio"]
         print(f"{name}: rope_type={layer['rope_type']}  {layer['scaled_pairs']} of {layer['pairs']} pairs differ "
               f"from plain RoPE, max ratio {ratio:.6g}" if ratio is not None else f"{name}: no rotated pairs")
@@ -93,6 +105,8 @@ def _cmd_gap(args: argparse.Namespace) -> None:
         print(f"  {'position':>9}  {'max angle error (rad)':>22}  pairs over {ANGLE_THRESHOLD} rad")
         for position, row in layer["positions"].items():
             print(f"  {position:>9}  {row['max_angle_error']:>22.4f}  {row[f'pairs_over_{ANGLE_THRESHOLD}rad']:>5}")
+    if report.get("no_rope_layers"):
+        print(f"layers without RoPE: {', '.join(map(str, report['no_rope_layers']))}")
 
 
 def _cmd_inspect(args: argparse.Namespace) -> None:
@@ -126,7 +140,11 @@ def _cmd_inspect(args: argparse.Namespace) -> None:
         if table.seq_len_dependent:
             print(f"  depends on seq_len: {table.seq_len_rule}")
         freq = table.inv_freq
-        print(f"  inv_freq: {freq[0]:.6g} ... {freq[-1]:.6g}  (ropekit table {args.config} --json for all)")
+        print(f"  layout {table.layout}; inv_freq: {freq[0]:.6g} ... {freq[-1]:.6g}  "
+              f"(ropekit table {args.config} --json for all)")
+    if model.no_rope_types - set(model.tables) or model.no_rope_layers:
+        print()
+        _print_no_rope(model)
 
 
 def _cmd_list(args: argparse.Namespace) -> None:
@@ -206,6 +224,9 @@ def _cmd_export(args: argparse.Namespace) -> None:
         _print_json(manifest)
         return
     for name, layer in manifest["layers"].items():
+        if layer.get("no_rope"):
+            print(f"{name}: no RoPE")
+            continue
         files = ", ".join(f"{kind} {spec['path']} {spec['shape']}" for kind, spec in layer["files"].items())
         print(f"{name}: rope_type {layer['rope_type']}, attention_factor {layer['attention_factor']:.9g}: {files}")
         for extra in layer.get("beyond", []):
@@ -317,8 +338,9 @@ def _build_parser() -> argparse.ArgumentParser:
                           help="also write cos/sin caches for positions 0..N-1")
     exporter.add_argument("--dtype", choices=("float32", "float16", "float64"), default="float32",
                           help="dtype of the cos/sin caches (default: %(default)s)")
-    exporter.add_argument("--layout", choices=("neox", "gptj"), default="neox",
-                          help="cos/sin layout: neox (rotate-half) or gptj (interleaved) (default: %(default)s)")
+    exporter.add_argument("--layout", choices=("neox", "gptj"),
+                          help="cos/sin layout: neox (rotate-half) or gptj (interleaved) (default: the layout the "
+                          "model's family uses, neox for most)")
     exporter.add_argument("--seq-len", dest="seq_lens", type=_positive, action="append", default=[], metavar="N",
                           help="for seq-len-dependent schemes, also write the table at N (repeatable)")
 

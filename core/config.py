@@ -12,62 +12,25 @@ error always points at the key where it really is.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from .errors import ConfigSourceError, RopeConfigError
+from .errors import RopeConfigError
+from .families import NO_ROPE_LAYER_TYPES, Family, Layout, family_for, layout_of
+from .layers import FLAT_LAYER_TYPE, plan_layers
 from .scheme import RESERVED_KEYS, Geometry, Key
+from .screen import screen_keys
+from .source import read_config
+from .view import MAX_HEAD_DIM, MAX_THETA, ConfigView, positive_int, positive_number, required_int
 
 __all__ = ["ConfigView", "ParsedConfig", "RopeBlock", "parse_config", "read_config"]
 
 DEFAULT_THETA = 10_000.0
 """transformers' ``default_theta``: the base used when a config declares none anywhere."""
 
-FLAT_LAYER_TYPE = "full_attention"
-
-
-class ConfigView(Mapping[str, Any]):
-    """The model's language config: ``text_config`` (if any) layered over the top level.
-
-    A key whose value is ``null`` counts as absent. :meth:`path` says where a key was found.
-    """
-
-    def __init__(self, config: Mapping[str, Any]) -> None:
-        text = config.get("text_config")
-        if text is not None and not isinstance(text, Mapping):
-            raise RopeConfigError("text_config", f"expected an object, got {type(text).__name__}")
-        self._layers: list[tuple[str, Mapping[str, Any]]] = [("text_config.", text)] if text else []
-        self._layers.append(("", config))
-
-    def _find(self, name: str) -> tuple[str, Any] | None:
-        for prefix, layer in self._layers:
-            if layer.get(name) is not None:
-                return prefix, layer[name]
-        return None
-
-    def __getitem__(self, name: str) -> Any:
-        found = self._find(name)
-        if found is None:
-            raise KeyError(name)
-        return found[1]
-
-    def __iter__(self) -> Iterator[str]:
-        seen = {name for _, layer in self._layers for name in layer}
-        return iter(sorted(name for name in seen if self._find(name) is not None))
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    def path(self, name: str) -> str:
-        """The JSON path of ``name`` (``text_config.name`` when it came from there)."""
-        found = self._find(name)
-        prefix = found[0] if found is not None else self._layers[0][0]
-        return prefix + name
 
 
 GEOMETRY_KEYS = ("rope_theta", "head_dim", "partial_rotary_factor", "max_position_embeddings")
@@ -80,7 +43,8 @@ class RopeBlock:
 
     ``values`` is the block as written; ``geometry`` what the loader resolved for it, and
     ``geometry_paths`` the JSON path each geometry value came from (or where it would be declared,
-    for a value defaulted because the config states none).
+    for a value defaulted because the config states none). ``layout`` is how the family's code
+    pairs channels (``gptj``: interleaved).
     """
 
     layer_type: str
@@ -92,6 +56,7 @@ class RopeBlock:
     geometry_paths: Mapping[str, str]
     mrope_section: tuple[int, ...] | None = None
     mrope_interleaved: bool = False
+    layout: Layout = "neox"
     _view: ConfigView | None = attrs.field(default=None, repr=False, eq=False, alias="view")
 
     def key_path(self, name: str) -> str:
@@ -164,57 +129,110 @@ class RopeBlock:
 
 @attrs.frozen
 class ParsedConfig:
-    """Every layer type's block and the per-layer layer types (empty when unknown)."""
+    """Every RoPE layer type's block, the per-layer layer types (empty when unknown), the layer
+    types and per-index layers without RoPE, and why the model has no RoPE at all (if so)."""
 
     blocks: tuple[RopeBlock, ...]
     layer_types: tuple[str, ...]
+    no_rope_types: frozenset[str] = frozenset()
+    no_rope_layers: tuple[int, ...] = ()
+    no_rope_reason: str = ""
 
 
-def read_config(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[Mapping[str, Any], str]:
-    """The config mapping and a description of where it came from.
+def parse_config(config: Mapping[str, Any], *, strict: bool = True) -> ParsedConfig:
+    """Split ``config`` into one :class:`RopeBlock` per layer type that uses RoPE, with the layer plan.
 
-    ``source`` is a mapping (used as is, never mutated), a path to a JSON file, or a model
-    directory holding ``config.json``.
+    Every key bearing on RoPE is read or refused first (:func:`~ropekit.screen.screen_keys`;
+    ``strict=False`` turns look-alike keys into warnings).
     """
-    if isinstance(source, Mapping):
-        return source, "<mapping>"
-    path = os.fspath(source)
-    if os.path.isdir(path):
-        path = os.path.join(path, "config.json")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise ConfigSourceError("", f"{path}: no such file (give a config.json or a model directory)") from None
-    except OSError as error:
-        raise ConfigSourceError("", f"{path}: cannot read: {error.strerror or error}") from None
-    try:
-        config = json.loads(text)  # NaN/Infinity load as floats; validation names the key holding them
-    except ValueError as error:
-        raise ConfigSourceError("", f"{path}: not valid JSON: {error}") from None
-    if not isinstance(config, dict):
-        raise ConfigSourceError("", f"{path}: expected a JSON object, got {type(config).__name__}")
-    return config, path
-
-
-def parse_config(config: Mapping[str, Any]) -> ParsedConfig:
-    """Split ``config`` into one :class:`RopeBlock` per layer type."""
+    screen_keys(config, strict=strict)
     view = ConfigView(config)
+    family = family_for(view.get("model_type"))
+    _refuse_unserved(view)
+    without_rope = _no_rope_reason(view, family)
     source_path, source = _rope_source(view)
     nested = _is_nested(source)
     if nested:
         raw_blocks = {name: (f"{source_path}.{name}", value) for name, value in source.items()}
     elif view.get("rope_local_base_freq") is not None:  # Gemma-3 as transformers v4 wrote it
-        raw_blocks = {
-            FLAT_LAYER_TYPE: (source_path, source),
-            "sliding_attention": ("", {}),
-        }
+        raw_blocks = {FLAT_LAYER_TYPE: (source_path, source), "sliding_attention": ("", {})}
     else:
-        raw_blocks = {FLAT_LAYER_TYPE: (source_path, source)}
+        flat_type = "sliding_attention" if FLAT_LAYER_TYPE in family.no_rope_layer_types else FLAT_LAYER_TYPE
+        raw_blocks = {flat_type: (source_path, source)}
+    plan = plan_layers(view, family, per_type=nested or len(raw_blocks) > 1, block_types=tuple(raw_blocks))
+    no_rope_types = {name for name, (_, value) in raw_blocks.items() if value is None}
+    no_rope_types |= {name for name in plan.layer_types if name in NO_ROPE_LAYER_TYPES}
+    no_rope_types |= family.no_rope_layer_types
+    if without_rope:
+        no_rope_types |= set(raw_blocks) | set(plan.layer_types)
+        raw_blocks = {}
+    blocks = tuple(
+        _block(view, family, name, path, value)
+        for name, (path, value) in raw_blocks.items()
+        if name not in no_rope_types
+    )
+    if not nested and blocks and plan.layer_types:
+        attention = [name for name in plan.layer_types if name not in no_rope_types]
+        if attention and blocks[0].layer_type not in attention and len(set(attention)) == 1:
+            blocks = (attrs.evolve(blocks[0], layer_type=attention[0]),)  # name the one table as its layers do
+    if nested:
+        _check_nested_types(plan.layer_types, raw_blocks, no_rope_types, source_path)
+    return ParsedConfig(blocks, plan.layer_types, frozenset(no_rope_types), plan.no_rope_layers, without_rope)
 
-    blocks = tuple(_block(view, name, path, value) for name, (path, value) in raw_blocks.items())
-    layer_types = _layer_types(view, nested or len(blocks) > 1)
-    return ParsedConfig(blocks, layer_types)
+
+def _check_nested_types(
+    layer_types: tuple[str, ...], raw_blocks: Mapping[str, Any], no_rope: set[str], source_path: str
+) -> None:
+    for index, name in enumerate(layer_types):
+        if name not in raw_blocks and name not in no_rope:
+            raise RopeConfigError(
+                f"{source_path}.{name}",
+                f"missing: layer_types[{index}] is {name!r}, which has no rope parameters here "
+                f"(the block names {sorted(raw_blocks)}); add them, or null for a layer type without RoPE",
+            )
+
+
+def _no_rope_reason(view: ConfigView, family: Family) -> str:
+    """Why the model applies no RoPE at all (empty: it does)."""
+    if family.no_rope:
+        return family.no_rope
+    if view.get("alibi") is True:
+        return f"{view.path('alibi')} is true: the model uses ALiBi, not RoPE"
+    if view.get("alibi") not in (None, False):
+        raise RopeConfigError(view.path("alibi"), f"expected true or false, got {view.get('alibi')!r}")
+    kind = view.get("position_embedding_type")
+    if kind is None and view.get("model_type") == "granitemoehybrid":
+        return "granitemoehybrid without position_embedding_type 'rope' builds no rotary embedding"
+    if kind is not None and kind not in ("rope", "rotary"):
+        if not isinstance(kind, str):
+            raise RopeConfigError(view.path("position_embedding_type"), f"expected a string, got {kind!r}")
+        return f"{view.path('position_embedding_type')} is {kind!r}, not rope"
+    if view.get("model_type") == "zamba2" and not view.get("use_mem_rope"):
+        return "zamba2 without use_mem_rope applies no rotary embedding"
+    return ""
+
+
+_UNSERVED: Mapping[str, tuple[object, str]] = {
+    # key: (the value ropekit can serve, why another value is refused)
+    "use_dynamic_ntk": (False, "Qwen v1 dynamic NTK (alpha 2**ceil(log2(len / seq_length) + 1) - 1, chosen at "
+                        "prefill) is not served by any installed plugin"),
+    "use_logn_attn": (False, "Qwen v1 scales queries by log_seq_length(position) past seq_length; ropekit's tables "
+                      "carry no query scaling"),
+    "original_rope": (True, "ChatGLM's code implements only original_rope true"),
+    "rotary": (True, "GPT-J's code always rotates; false is not a configuration its code has"),
+    "rope_position_scale": (1.0, "Phi-3-small's position scale other than 1 is not served by ropekit"),
+}
+
+
+def _refuse_unserved(view: ConfigView) -> None:
+    for key, (served, why) in _UNSERVED.items():
+        value = view.get(key)
+        if value is not None and (value != served or isinstance(value, bool) != isinstance(served, bool)):
+            raise RopeConfigError(view.path(key), f"{value!r}: {why}")
+    model_type = view.get("model_type")
+    if view.get("rope_ratio") is not None and model_type != "chatglm":
+        raise RopeConfigError(view.path("rope_ratio"), f"read for ChatGLM/GLM-4 (model_type 'chatglm') only; its "
+                              f"meaning for model_type {model_type!r} is unknown to ropekit")
 
 
 def _rope_source(view: ConfigView) -> tuple[str, Mapping[str, Any]]:
@@ -253,15 +271,13 @@ def _is_nested(source: Mapping[str, Any]) -> bool:
     )
 
 
-def _block(view: ConfigView, layer_type: str, path: str, block: Any) -> RopeBlock:
+def _block(view: ConfigView, family: Family, layer_type: str, path: str, block: Any) -> RopeBlock:
     if not isinstance(block, Mapping):
-        if block is None:
-            raise RopeConfigError(path, "null: ropekit serves no NoPE layer types yet")
-        raise RopeConfigError(path, f"expected an object, got {block!r}")
+        raise RopeConfigError(path, f"expected an object (or null: no RoPE for this layer type), got {block!r}")
     rope_type, rope_type_path = _rope_type(block, path)
-    theta, theta_path = _theta(view, layer_type, block, path)
-    (head_dim, head_path), (factor, factor_path) = _head_dim_and_factor(view, layer_type, block, path)
-    max_positions = _positive_int(view, "max_position_embeddings")
+    theta, theta_path = _theta(view, family, layer_type, block, path)
+    (head_dim, head_path), (factor, factor_path) = _head_dim_and_factor(view, family, layer_type, block, path)
+    max_positions = positive_int(view, "max_position_embeddings")
     geometry = Geometry(
         head_dim=head_dim, theta=theta, partial_rotary_factor=factor, max_position_embeddings=max_positions
     )
@@ -281,6 +297,7 @@ def _block(view: ConfigView, layer_type: str, path: str, block: Any) -> RopeBloc
         paths,
         _mrope_section(block.get("mrope_section"), _join(path, "mrope_section")),
         _mrope_interleaved(block, path),
+        layout_of(family, view.get("rope_interleave")),
         view=view,
     )
 
@@ -310,32 +327,92 @@ def _rope_type(block: Mapping[str, Any], path: str) -> tuple[str, str]:
     return "default", f"{path}.rope_type"
 
 
-def _theta(view: ConfigView, layer_type: str, block: Mapping[str, Any], path: str) -> tuple[float, str]:
+def _theta(view: ConfigView, family: Family, layer_type: str, block: Mapping[str, Any], path: str) -> tuple[float, str]:
     """The base and where it was declared (a config declaring none gets 10000 at ``rope_theta``)."""
+    if family.fixed_theta is not None or view.get("model_type") == "chatglm":
+        return _family_theta(view, family, block, path)
     candidates = [(_join(path, "rope_theta"), block.get("rope_theta"))]
     if layer_type == "sliding_attention" and not path:
         candidates.append((view.path("rope_local_base_freq"), view.get("rope_local_base_freq")))
-    for name in ("rope_theta", "rotary_emb_base"):
+    for name in ("rope_theta", "rotary_emb_base", "rope_embedding_base"):
         candidates.append((view.path(name), view.get(name)))
     for where, value in candidates:
         if value is not None:
-            return _positive_number(value, where, above=1.0, most=MAX_THETA), where
+            return positive_number(value, where, above=1.0, most=MAX_THETA), where
     return DEFAULT_THETA, view.path("rope_theta")
 
 
-def _partial_rotary_factor(view: ConfigView, block: Mapping[str, Any], path: str) -> tuple[float, str | None]:
-    """The factor and where it was declared (``None``: not declared, 1.0)."""
-    candidates = [(_join(path, "partial_rotary_factor"), block.get("partial_rotary_factor"))]
+def _family_theta(view: ConfigView, family: Family, block: Mapping[str, Any], path: str) -> tuple[float, str]:
+    """GPT-J/CodeGen hard-code 10000; ChatGLM uses 10000 * rope_ratio. A theta key would be ignored
+    by their code, so it is refused rather than believed."""
+    stated = [(where, value) for where, value in [(_join(path, "rope_theta"), block.get("rope_theta"))]
+              + [(view.path(name), view.get(name)) for name in ("rope_theta", "rotary_emb_base")] if value is not None]
+    model_type = view.get("model_type")
+    if stated:
+        base = "10000 * rope_ratio" if model_type == "chatglm" else f"{family.fixed_theta:g}"
+        raise RopeConfigError(stated[0][0], f"{model_type}'s code ignores it (its base is {base}); remove it")
+    if model_type == "chatglm":
+        ratio = view.get("rope_ratio")
+        if ratio is None:
+            return DEFAULT_THETA, view.path("rope_ratio")
+        where = view.path("rope_ratio")
+        return DEFAULT_THETA * positive_number(ratio, where, above=1e-4, most=MAX_THETA / DEFAULT_THETA), where
+    assert family.fixed_theta is not None
+    return family.fixed_theta, view.path("model_type")
+
+
+def _partial_rotary_factor(
+    view: ConfigView, family: Family, head_dim: int, block: Mapping[str, Any], path: str
+) -> tuple[float, str | None]:
+    """The factor and where it was declared (``None``: not declared: the family's default, else 1.0).
+
+    Precedence: the rope block, the top level (``partial_rotary_factor``, GPT-NeoX/Qwen
+    ``rotary_pct``), an absolute ``rotary_dim`` (GPT-J, CodeGen, MiniMax: must agree with a stated
+    factor), the family code's default (transformers' GLM 0.5, GPT-NeoX 0.25, ...).
+    """
+    in_block = block.get("partial_rotary_factor")
+    if in_block is not None:
+        where = _join(path, "partial_rotary_factor")
+        return positive_number(in_block, where, above=0.0, most=1.0), where
+    if family.forced_partial_rotary_factor is not None:
+        forced = family.forced_partial_rotary_factor
+        top = view.get("partial_rotary_factor")
+        if top is not None and top != forced:
+            raise RopeConfigError(view.path("partial_rotary_factor"), f"{view.get('model_type')}'s config class "
+                                  f"overwrites it with {forced}; state it inside the rope block to change it")
+        return forced, view.path("model_type")
+    found: tuple[float, str] | None = None
     for name in ("partial_rotary_factor", "rotary_pct"):
-        candidates.append((view.path(name), view.get(name)))
-    for where, value in candidates:
-        if value is not None:
-            return _positive_number(value, where, above=0.0, most=1.0), where
+        if view.get(name) is not None:
+            found = positive_number(view[name], view.path(name), above=0.0, most=1.0), view.path(name)
+            break
+    rotary_dim = view.get("rotary_dim")
+    if rotary_dim is not None:
+        where = view.path("rotary_dim")
+        if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, int) or not 0 < rotary_dim <= head_dim:
+            raise RopeConfigError(where, f"expected an integer in (0, head_dim {head_dim}], got {rotary_dim!r}")
+        if found is not None and int(head_dim * found[0]) != rotary_dim:
+            raise RopeConfigError(where, f"{rotary_dim} conflicts with {found[1]} = {found[0]} (int({head_dim} * "
+                                  f"{found[0]}) = {int(head_dim * found[0])}); keep one")
+        if found is None:
+            return _factor_for(rotary_dim, head_dim), where
+    if found is not None:
+        return found
+    if family.partial_rotary_factor is not None:
+        return family.partial_rotary_factor, None
     return 1.0, None
 
 
+def _factor_for(rotary_dim: int, head_dim: int) -> float:
+    """The factor whose ``int(head_dim * factor)`` is exactly ``rotary_dim``."""
+    factor = rotary_dim / head_dim
+    while int(head_dim * factor) < rotary_dim:
+        factor = math.nextafter(factor, math.inf)
+    return factor
+
+
 def _head_dim_and_factor(
-    view: ConfigView, layer_type: str, block: Mapping[str, Any], path: str
+    view: ConfigView, family: Family, layer_type: str, block: Mapping[str, Any], path: str
 ) -> tuple[tuple[int, str], tuple[float, str]]:
     """``((head_dim, its path), (partial_rotary_factor, its path))`` for one layer type.
 
@@ -343,19 +420,21 @@ def _head_dim_and_factor(
     partial_rotary_factor: the rotated head is ``qk_rope_head_dim``. Mistral-4 states one over the
     whole head (``qk_nope_head_dim + qk_rope_head_dim``); it must then give ``qk_rope_head_dim``.
     """
-    factor, factor_path = _partial_rotary_factor(view, block, path)
     default_factor_path = view.path("partial_rotary_factor")
     if view.get("qk_rope_head_dim") is None:
         head_dim, head_path = _raw_head_dim(view, layer_type)
-        return (_bounded(head_path, head_dim), head_path), (factor, factor_path or default_factor_path)
+        head_dim = _bounded(head_path, head_dim)
+        factor, factor_path = _partial_rotary_factor(view, family, head_dim, block, path)
+        return (head_dim, head_path), (factor, factor_path or default_factor_path)
     rope_path = view.path("qk_rope_head_dim")
-    rope = _bounded(rope_path, _required_int(view, "qk_rope_head_dim"))
-    if factor_path is None:
-        return (rope, rope_path), (1.0, default_factor_path)
-    nope = _positive_int(view, "qk_nope_head_dim")
-    declared = _positive_int(view, "head_dim")
+    rope = _bounded(rope_path, required_int(view, "qk_rope_head_dim"))
+    nope = positive_int(view, "qk_nope_head_dim")
+    declared = positive_int(view, "head_dim")
     whole_path = view.path("head_dim") if declared is not None else rope_path
     whole = _bounded(whole_path, declared or (nope + rope if nope is not None else rope))
+    factor, factor_path = _partial_rotary_factor(view, family, whole, block, path)
+    if factor_path is None:
+        return (rope, rope_path), (1.0, default_factor_path)
     if int(whole * factor) != rope:
         raise RopeConfigError(
             factor_path,
@@ -373,61 +452,18 @@ def _bounded(path: str, value: int) -> int:
 
 def _raw_head_dim(view: ConfigView, layer_type: str) -> tuple[int, str]:
     if layer_type == FLAT_LAYER_TYPE and view.get("global_head_dim") is not None:  # Gemma-4 global layers
-        return _required_int(view, "global_head_dim"), view.path("global_head_dim")
+        return required_int(view, "global_head_dim"), view.path("global_head_dim")
     if view.get("head_dim") is not None:
-        return _required_int(view, "head_dim"), view.path("head_dim")
-    hidden = _positive_int(view, "hidden_size")
-    heads = _positive_int(view, "num_attention_heads")
+        return required_int(view, "head_dim"), view.path("head_dim")
+    if view.get("kv_channels") is not None and view.get("model_type") in ("chatglm", "qwen"):
+        return required_int(view, "kv_channels"), view.path("kv_channels")  # their rotary is over kv_channels
+    hidden = positive_int(view, "hidden_size")
+    heads = positive_int(view, "num_attention_heads")
     if hidden is None or heads is None:
         raise RopeConfigError(
             view.path("head_dim"), "missing: declare head_dim, or hidden_size and num_attention_heads"
         )
     return hidden // heads, view.path("hidden_size")
-
-
-MAX_HEAD_DIM = 1 << 16
-"""Larger head dims are refused as config errors (they would only allocate absurd tables)."""
-MAX_LAYERS = 1 << 16
-"""Likewise for ``num_hidden_layers`` (ropekit lists one layer type per layer)."""
-
-
-def _required_int(view: ConfigView, name: str) -> int:
-    value = _positive_int(view, name)
-    if value is None:
-        raise RopeConfigError(view.path(name), "missing")
-    return value
-
-
-def _positive_int(view: ConfigView, name: str) -> int | None:
-    value = view.get(name)
-    if value is None:
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise RopeConfigError(view.path(name), f"expected a positive integer, got {value!r}")
-    return value
-
-
-MAX_THETA = 1e30
-"""Larger bases are refused: real models use up to ~1e9, and past this tables underflow. A base
-must also exceed 1: at or below it frequencies no longer fall with the pair index (and a base
-near 0 overflows every table)."""
-
-
-def _positive_number(value: object, where: str, *, above: float, most: float) -> float:
-    """``value`` as a float in ``(above, most]``, else a config error naming ``where`` and the range."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise RopeConfigError(where, f"expected a number, got {value!r} ({type(value).__name__})")
-    try:
-        number = float(value)
-    except OverflowError:
-        number = math.inf
-    if not (math.isfinite(number) and above < number <= most):
-        huge = number == math.inf and not isinstance(value, float)
-        shown = f"an integer of {len(str(value))} digits" if huge else repr(value)
-        raise RopeConfigError(where, f"must be a finite number in ({above:g}, {most:g}], got {shown}")
-    return number
 
 
 def _mrope_interleaved(block: Mapping[str, Any], path: str) -> bool:
@@ -455,19 +491,3 @@ def _mrope_section(value: object, path: str) -> tuple[int, ...] | None:
     return tuple(value)
 
 
-def _layer_types(view: ConfigView, per_type: bool) -> tuple[str, ...]:
-    declared = view.get("layer_types")
-    layers = _positive_int(view, "num_hidden_layers")
-    if layers is not None and layers > MAX_LAYERS:
-        problem = f"{layers} layers exceeds {MAX_LAYERS}; is the config right?"
-        raise RopeConfigError(view.path("num_hidden_layers"), problem)
-    if declared is None and not per_type:
-        return (FLAT_LAYER_TYPE,) * (layers or 0)
-    if declared is None:
-        pattern = view.get("sliding_window_pattern", 6 if "rope_local_base_freq" in view else None)
-        if not isinstance(pattern, int) or isinstance(pattern, bool) or pattern <= 0 or layers is None:
-            return ()
-        return tuple("sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers))
-    if not isinstance(declared, list) or not all(isinstance(t, str) for t in declared):
-        raise RopeConfigError(view.path("layer_types"), "expected a list of layer type names")
-    return tuple(declared)

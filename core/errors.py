@@ -48,7 +48,22 @@ __all__ = [
 
 
 class RopekitError(Exception):
-    """Base class of every error ropekit raises."""
+    """Base class of every error ropekit raises.
+
+    ``str(error)`` is always one line: control characters that came from a config or a plugin
+    (newline, carriage return, ESC, ...) are shown escaped, so an error cannot forge lines or write
+    to a terminal.
+    """
+
+    def __str__(self) -> str:
+        return one_line(super().__str__())
+
+
+def one_line(text: str) -> str:
+    """``text`` with every control or line-breaking character escaped (``\\n``, ``\\x1b``, ``\\u2028``)."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() or char == " " else repr(char)[1:-1] for char in text)
 
 
 class RopeConfigError(RopekitError, ValueError):

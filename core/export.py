@@ -55,9 +55,10 @@ def _write(directory: str, stem: str, array: npt.NDArray[Any]) -> dict[str, Any]
 
 
 def _layer(
-    directory: str, name: str, table: RopeTable, positions: int | None, dtype: npt.DTypeLike, layout: Layout,
+    directory: str, name: str, table: RopeTable, positions: int | None, dtype: npt.DTypeLike, layout: Layout | None,
     seq_lens: list[int],
 ) -> dict[str, Any]:
+    layout = table.layout if layout is None else layout
     record: dict[str, Any] = {
         **table.to_json(inv_freq=False),
         "pairs": len(table.inv_freq),
@@ -92,13 +93,15 @@ def export(
     *,
     positions: int | None = None,
     dtype: npt.DTypeLike = np.float32,
-    layout: Layout = "neox",
+    layout: Layout | None = None,
     seq_lens: list[int] | None = None,
 ) -> dict[str, Any]:
     """Write ``model``'s tables to ``directory`` (created if needed); returns the manifest.
 
     ``positions`` adds cos/sin caches for positions ``0..positions-1`` in ``dtype`` and
-    ``layout``; ``seq_lens`` adds tables of seq-len-dependent schemes at those lengths.
+    ``layout`` (default: each table's own, neox unless the family fixes interleaved pairs);
+    ``seq_lens`` adds tables of seq-len-dependent schemes at those lengths. Layer types without
+    RoPE are listed as ``{"no_rope": true}`` and per-index NoPE layers as ``no_rope_layers``.
     """
     target = os.fspath(directory)
     os.makedirs(target, exist_ok=True)
@@ -106,13 +109,15 @@ def export(
         name: _layer(target, name, table, positions, dtype, layout, list(seq_lens or ()))
         for name, table in model.tables.items()
     }
+    no_rope = {name: {"no_rope": True} for name in sorted(model.no_rope_types - set(model.tables))}
     manifest = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "ropekit_version": __version__,
         "source": model.source,
         "layer_types": list(model.layer_types),
-        "layers": layers,
+        "layers": {**layers, **no_rope},
+        "no_rope_layers": list(model.no_rope_layers),
     }
     with open(os.path.join(target, "manifest.json"), "w", encoding="utf-8") as handle:
         json.dump(manifest, handle, indent=2, allow_nan=False)
@@ -127,7 +132,10 @@ def export(
             ]
             if "cos" in layer["files"]:
                 fields += [f"positions {layer['cos_sin_positions']}", f"cache_dtype {layer['files']['cos']['dtype']}",
-                           f"layout {layout}", f"cos {layer['files']['cos']['path']}",
+                           f"layout {layer['layout']}", f"cos {layer['files']['cos']['path']}",
                            f"sin {layer['files']['sin']['path']}"]
             handle.write(" ".join(fields) + "\n")
+        if no_rope or model.no_rope_layers:  # a comment: readers of the line format skip it
+            handle.write(f"# no RoPE: layer types {' '.join(no_rope) or '-'}; layers "
+                         f"{' '.join(map(str, model.no_rope_layers)) or '-'}\n")
     return manifest

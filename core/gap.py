@@ -47,6 +47,12 @@ def table_gap(table: RopeTable, positions: Iterable[int]) -> dict[str, Any]:
 
 
 def gap_report(model: ModelRope, positions: Iterable[int] = DEFAULT_POSITIONS) -> dict[str, Any]:
-    """The ``ropekit gap --json`` document: :func:`table_gap` per layer type."""
+    """The ``ropekit gap --json`` document: :func:`table_gap` per layer type; a layer type
+    without RoPE is ``{"no_rope": true}``, per-index NoPE layers are ``no_rope_layers``."""
     chosen = tuple(positions)
-    return {"layers": {name: table_gap(table, chosen) for name, table in model.tables.items()}}
+    document = model.to_json()
+    document["layers"] = {
+        name: table_gap(model.tables[name], chosen) if name in model.tables else layer
+        for name, layer in document["layers"].items()
+    }
+    return document

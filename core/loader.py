@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from .config import RopeBlock, parse_config, read_config
+from .config import RopeBlock, parse_config
 from .errors import RopeConfigError
 from .loaded import LoadedScheme
 from .registry import Registry, default_registry
+from .source import read_config
 from .table import ModelRope, RopeTable, SeqLenRule
 from .validation import validate_params
 
@@ -37,16 +38,25 @@ def load(
     directory. Every layer type's ``rope_type`` is dispatched to its plugin; an unregistered
     rope_type raises :class:`~ropekit.UnknownRopeTypeError` and nothing falls back to plain RoPE.
     Invalid values raise :class:`~ropekit.RopeConfigError` naming the JSON path.
+    Every top-level key that bears on RoPE is read or refused; layers without RoPE are reported
+    as such (:meth:`~ropekit.ModelRope.for_layer` returns ``None`` for them), never given a table.
     ``strict=False`` turns unknown keys into warnings; nothing else is relaxed.
     """
     config, origin = read_config(source)
-    parsed = parse_config(config)
+    parsed = parse_config(config, strict=strict)
     registry = registry or default_registry()
     tables = {
         block.layer_type: build_table(block, registry.loaded(block.rope_type, path=block.rope_type_path), strict=strict)
         for block in parsed.blocks
     }
-    return ModelRope(MappingProxyType(tables), parsed.layer_types, origin)
+    return ModelRope(
+        MappingProxyType(tables),
+        parsed.layer_types,
+        origin,
+        no_rope_types=parsed.no_rope_types,
+        no_rope_layers=parsed.no_rope_layers,
+        no_rope_reason=parsed.no_rope_reason,
+    )
 
 
 def build_table(block: RopeBlock, loaded: LoadedScheme, *, strict: bool = True) -> RopeTable:
@@ -68,6 +78,7 @@ def build_table(block: RopeBlock, loaded: LoadedScheme, *, strict: bool = True) 
         rule=SeqLenRule(scheme.seq_len_rule, switch_at) if switch_at is not None else None,
         mrope_section=block.mrope_section,
         mrope_interleaved=block.mrope_interleaved,
+        layout=block.layout,
         landmarks=loaded.landmarks(params, geometry),
         scheme=loaded,
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import MissingDependencyError
+from .errors import ArgumentError, MissingDependencyError
 from .scheme import plain_inv_freq
 from .table import ModelRope
 
@@ -31,6 +31,9 @@ def plot(model: ModelRope, path: str | os.PathLike[str], *, title: str | None = 
             f"ropekit plot needs matplotlib, which is not installed: pip install 'ropekit[plot]' ({error})"
         ) from error
 
+    if not model.tables:
+        raise ArgumentError("config", f"the model applies no RoPE ({model.no_rope_reason or 'no layer type rotates'}); "
+                            "there is nothing to plot")
     columns = len(model.tables)
     figure, axes = plt.subplots(2, columns, figsize=(6.4 * columns, 7.2), squeeze=False, sharex="col")
     for column, (name, table) in enumerate(model.tables.items()):

@@ -46,6 +46,10 @@ class RopeTable:
     Two widths: :attr:`rotary_dim` is the number of channels the forward's cos/sin cover
     (``2 * len(inv_freq)``); :attr:`rotated_dim` the number whose frequency is non-zero. They differ
     only for schemes that cover the whole head with zeros past the rotated part (``proportional``).
+
+    ``layout`` is how the model's own code pairs channels: ``neox`` (rotate-half, most models) or
+    ``gptj`` (interleaved: GPT-J, CodeGen, GLM, Llama-4, DeepSeek ``rope_interleave``); it is the
+    default of :meth:`cos_sin` and ``ropekit export``.
     """
 
     layer_type: str
@@ -58,6 +62,7 @@ class RopeTable:
     rule: SeqLenRule | None = None
     mrope_section: tuple[int, ...] | None = None
     mrope_interleaved: bool = False
+    layout: Layout = "neox"
     landmarks: Mapping[str, float] = attrs.field(factory=dict, repr=False)
     _scheme: LoadedScheme | None = attrs.field(default=None, repr=False, alias="scheme")
 
@@ -115,17 +120,19 @@ class RopeTable:
         positions: Any,
         *,
         dtype: npt.DTypeLike = np.float32,
-        layout: Layout = "neox",
+        layout: Layout | None = None,
         out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = None,
     ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
         """``(cos, sin)`` at ``positions`` (a count ``N``, a ``range`` or integers), each of shape
         ``(len(positions), rotary_dim)``, multiplied by ``attention_factor``, angles reduced in
-        float64 (see :mod:`ropekit.rotary`). ``layout`` is ``"neox"`` (rotate-half, transformers)
-        or ``"gptj"`` (interleaved). For a seq-len-dependent scheme, take :meth:`at` first.
+        float64 (see :mod:`ropekit.rotary`). ``layout`` is ``"neox"`` (rotate-half) or ``"gptj"``
+        (interleaved); default: the table's own :attr:`layout`. For a seq-len-dependent scheme,
+        take :meth:`at` first.
         """
         from .rotary import cos_sin
 
-        return cos_sin(self.inv_freq, self.attention_factor, positions, dtype=dtype, layout=layout, out=out)
+        chosen = self.layout if layout is None else layout
+        return cos_sin(self.inv_freq, self.attention_factor, positions, dtype=dtype, layout=chosen, out=out)
 
     def json_params(self) -> dict[str, Any]:
         """The parameters the table was built with, as JSON: the geometry's ``rope_theta`` and
@@ -156,52 +163,79 @@ class RopeTable:
         if self.mrope_section is not None:
             record["mrope_section"] = list(self.mrope_section)
             record["mrope_interleaved"] = self.mrope_interleaved
+        record["layout"] = self.layout
         return record
 
 
 @attrs.frozen
 class ModelRope:
-    """Every layer type's table for one model.
+    """Every layer type's table for one model, and which layers apply no RoPE.
 
     ``layer_types`` has one entry per layer, named as transformers names them (empty when the
-    config does not say). A flat config has the single table ``full_attention``, which every
-    attention layer uses; if it declares ``layer_types`` (sliding, linear-attention or conv
-    layers) they are reported as declared, so a forward can see which layers rotate at all.
+    config does not say). A flat config has a single table (``full_attention``) that every
+    attention layer uses. ``no_rope_types`` are layer types that apply no RoPE (linear attention,
+    convolutions, a null per-type block, Cohere-2's full layers, or every type when the model has
+    none: ``no_rope_reason`` says why); ``no_rope_layers`` are layer indices without RoPE whatever
+    their type (Llama-4 and SmolLM3 ``no_rope_layers``).
     """
 
     tables: Mapping[str, RopeTable]
     layer_types: tuple[str, ...] = ()
     source: str = "<mapping>"
+    no_rope_types: frozenset[str] = frozenset()
+    no_rope_layers: tuple[int, ...] = ()
+    no_rope_reason: str = ""
 
     def __getitem__(self, layer_type: str) -> RopeTable:
         try:
             return self.tables[layer_type]
         except KeyError:
-            raise KeyError(f"no table for layer type {layer_type!r}; have {sorted(self.tables)}") from None
+            without = " (it applies no RoPE)" if layer_type in self.no_rope_types else ""
+            raise KeyError(f"no table for layer type {layer_type!r}{without}; have {sorted(self.tables)}") from None
 
     @property
     def table(self) -> RopeTable:
-        """The ``full_attention`` table (the only one of a flat config)."""
+        """The ``full_attention`` table (the only one of a flat config).
+
+        Raises :class:`LookupError` when the model applies no RoPE at all.
+        """
+        if not self.tables:
+            raise LookupError(f"the model applies no RoPE: {self.no_rope_reason or 'no layer type rotates'}")
         return self["full_attention"] if "full_attention" in self.tables else next(iter(self.tables.values()))
 
-    def for_layer(self, index: int) -> RopeTable:
-        """The table layer ``index`` uses."""
+    def for_layer(self, index: int) -> RopeTable | None:
+        """The table layer ``index`` uses, or ``None`` when that layer applies no RoPE."""
+        count = len(self.layer_types)
+        if count and not 0 <= index < count:
+            raise IndexError(f"layer {index} out of range: the model has {count} layers")
+        if index in self.no_rope_layers:
+            return None
+        if count:
+            layer_type = self.layer_types[index]
+            if layer_type in self.no_rope_types:
+                return None
+            if layer_type in self.tables:
+                return self.tables[layer_type]
         if len(self.tables) == 1:
-            if self.layer_types and not 0 <= index < len(self.layer_types):
-                raise IndexError(f"layer {index} out of range: the model has {len(self.layer_types)} layers")
-            return self.table
-        if not self.layer_types:
-            raise LookupError("the config declares per-layer-type rope parameters but no layer_types")
-        layer_type = self.layer_types[index]
-        if layer_type not in self.tables:
-            raise KeyError(f"layer {index} is a {layer_type!r} layer, which has no rope parameters "
-                           f"(rope layer types: {sorted(self.tables)})")
-        return self.tables[layer_type]
+            return next(iter(self.tables.values()))
+        if not self.tables:
+            return None
+        raise LookupError("the config declares per-layer-type rope parameters but no layer_types")
 
     def at(self, seq_len: int) -> ModelRope:
         """Every table at ``seq_len`` (see :meth:`RopeTable.at`)."""
         return attrs.evolve(self, tables={name: t.at(seq_len) for name, t in self.tables.items()})
 
     def to_json(self) -> dict[str, Any]:
-        """The ``ropekit table --json`` document."""
-        return {"layers": {name: table.to_json() for name, table in self.tables.items()}}
+        """The ``ropekit table --json`` document: a layer type without RoPE is ``{"no_rope": true}``;
+        per-index NoPE layers are listed as ``no_rope_layers``."""
+        layers: dict[str, Any] = {name: table.to_json() for name, table in self.tables.items()}
+        for name in sorted(self.no_rope_types):
+            if name not in layers:
+                layers[name] = {"no_rope": True}
+        document: dict[str, Any] = {"layers": layers}
+        if self.no_rope_layers:
+            document["no_rope_layers"] = list(self.no_rope_layers)
+        if self.no_rope_reason:
+            document["no_rope_reason"] = self.no_rope_reason
+        return document

@@ -112,8 +112,10 @@ def test_nested_per_layer_parameters() -> None:
                   "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
     model = ropekit.load(config)
     assert model.layer_types[3] == "full_attention"
-    assert model.for_layer(0).rope_type == "default"
-    np.testing.assert_allclose(model.for_layer(3).inv_freq, plain(1e6, 128) / 8, rtol=1e-15)
+    first, fourth = model.for_layer(0), model.for_layer(3)
+    assert first is not None and fourth is not None
+    assert first.rope_type == "default"
+    np.testing.assert_allclose(fourth.inv_freq, plain(1e6, 128) / 8, rtol=1e-15)
     np.testing.assert_allclose(model["sliding_attention"].inv_freq, plain(1e4, 128), rtol=1e-15)
 
 
@@ -218,9 +220,10 @@ def test_layers_without_rope_are_named() -> None:
               "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
                                   "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
     model = ropekit.load(config)
-    assert model.for_layer(2).geometry.theta == 1e6
-    with pytest.raises(KeyError, match="layer 0 is a 'conv' layer, which has no rope parameters"):
-        model.for_layer(0)
+    third = model.for_layer(2)
+    assert third is not None and third.geometry.theta == 1e6
+    assert model.for_layer(0) is None  # a conv layer applies no RoPE: no table, never a guessed one
+    assert model.to_json()["layers"]["conv"] == {"no_rope": True}
 
 
 def test_flat_config_reports_declared_layer_types() -> None:

@@ -26,17 +26,11 @@ def _mscale(scale: float, weight: float = 1.0) -> float:
     return 1.0 if scale <= 1 else 0.1 * weight * math.log(scale) + 1.0
 
 
-def _factor(params: Params, geometry: Geometry) -> float:
-    if params["factor"] is not None:
-        return float(params["factor"])
-    return (geometry.max_position_embeddings or 0) / float(params["original_max_position_embeddings"])
-
-
 def attention_factor(params: Params, geometry: Geometry) -> float:
     """The cos/sin multiplier, by the precedence in the module docstring."""
     if params["attention_factor"] is not None:
         return float(params["attention_factor"])
-    factor = _factor(params, geometry)
+    factor = float(params["factor"])
     mscale, mscale_all_dim = params["mscale"], params["mscale_all_dim"]
     if mscale and mscale_all_dim:
         return _mscale(factor, mscale) / _mscale(factor, mscale_all_dim)
@@ -53,7 +47,7 @@ def build(params: Params, geometry: Geometry, seq_len: int | None) -> Frequencie
     """transformers' ``_compute_yarn_parameters`` in float64."""
     dim, base = geometry.rotary_dim, geometry.theta
     original = params["original_max_position_embeddings"]
-    factor = _factor(params, geometry)
+    factor = float(params["factor"])
     low = _correction_dim(params["beta_fast"], dim, base, original)
     high = _correction_dim(params["beta_slow"], dim, base, original)
     if params["truncate"]:
@@ -69,11 +63,7 @@ def build(params: Params, geometry: Geometry, seq_len: int | None) -> Frequencie
 
 
 def check(params: Params, geometry: Geometry) -> Iterator[tuple[str, str]]:
-    """Cross-key rules: a factor must be known, and beta_fast must exceed beta_slow."""
-    if params["factor"] is None and geometry.max_position_embeddings is None:
-        yield "factor", "missing, and max_position_embeddings is absent too (factor defaults to max / original)"
-    elif not 1e-6 <= _factor(params, geometry) <= 1e6:
-        yield "factor", f"max_position_embeddings / original gives {_factor(params, geometry)}; must be in [1e-6, 1e6]"
+    """Cross-key rules: YaRN needs a base above 1, and beta_fast must not be below beta_slow."""
     if geometry.theta <= 1:
         yield "rope_theta", f"YaRN divides by ln(rope_theta): rope_theta must be > 1, got {geometry.theta}"
     if params["beta_fast"] < params["beta_slow"]:  # equal is valid: Kimi-K2 ships 1.0 and 1.0
@@ -97,8 +87,8 @@ SCHEME = Scheme(
     check=check,
     landmarks=landmarks,
     keys=(
-        Key("factor", "float", "Context extension ratio; absent: max_position_embeddings / original.",
-            ge=1e-6, le=1e6),
+        Key("factor", "float", "Context extension ratio (required: transformers raises without it).",
+            required=True, ge=1e-6, le=1e6),
         Key(
             "original_max_position_embeddings",
             "int",

@@ -1,0 +1,350 @@
+"""Faithful float64 ports of remote-code families' own RoPE inverse-frequency tables.
+
+Each function reads a raw ``config.json`` dict the way the family's *own* modeling code reads it
+(not the way transformers' native port, if any, reads it) and returns a :class:`FamilyTable`.
+The source lines each port follows are quoted in its docstring; where the family code is ambiguous
+or was not read, the docstring says so. Everything is computed in float64; the family code computes
+in float32, so parity is to be judged at relative 2e-6.
+
+``main()`` writes ``tests/configs/families/reference.json``::
+
+    {family_file: {"inv_freq": [...], "rotary_dim": n, "layout": "neox" | "gptj",
+                   "attention_factor": x, "notes": "..."}}
+
+``rotary_dim`` is the number of head dimensions that are rotated (``2 * len(inv_freq)``); ``layout``
+says how those dimensions are paired: ``neox`` = (i, i + rotary_dim/2) (rotate_half), ``gptj`` =
+(2i, 2i + 1) (rotate_every_two / interleaved). Sequence-length dependent entries (Qwen v1 dynamic NTK)
+are written once per sequence length under the key ``"<file>@seq_len=<n>"``.
+
+Run: ``python scripts/family_reference.py`` (numpy only).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+FAMILIES = ROOT / "tests" / "configs" / "families"
+
+
+@dataclass(frozen=True)
+class FamilyTable:
+    """One family's table: what the family's own code multiplies positions by."""
+
+    inv_freq: np.ndarray
+    rotary_dim: int
+    layout: str
+    attention_factor: float
+    notes: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "inv_freq": [float(x) for x in self.inv_freq],
+            "rotary_dim": self.rotary_dim,
+            "layout": self.layout,
+            "attention_factor": self.attention_factor,
+            "notes": self.notes,
+        }
+
+
+def _plain(base: float, dim: int) -> np.ndarray:
+    """``1 / base ** (arange(0, dim, 2) / dim)`` in float64 (the shared kernel of every family below)."""
+    exponents = np.arange(0, dim, 2, dtype=np.float64) / float(dim)
+    return 1.0 / np.power(float(base), exponents)
+
+
+# --------------------------------------------------------------------------------------------------
+# ChatGLM2 / ChatGLM3 / GLM-4 (THUDM remote code, modeling_chatglm.py)
+# --------------------------------------------------------------------------------------------------
+
+
+def chatglm(config: Mapping[str, Any], *, position_interpolation: bool = False) -> FamilyTable:
+    """ChatGLM2/3 and GLM-4 remote code.
+
+    THUDM modeling_chatglm.py, ``ChatGLMModel.__init__`` (read in a copy of THUDM/chatglm3-6b and in
+    several GLM-4 derived copies)::
+
+        rotary_dim = config.hidden_size // config.num_attention_heads if config.kv_channels is None \
+            else config.kv_channels
+        self.rotary_pos_emb = RotaryEmbedding(rotary_dim // 2, rope_ratio=config.rope_ratio,
+                                              original_impl=config.original_rope, ...)
+
+    ``RotaryEmbedding.forward_impl`` (ChatGLM3-6B-32k/128k, GLM-4 revisions)::
+
+        base = base * self.rope_ratio                       # base defaults to 10000
+        theta = 1.0 / (base ** (torch.arange(0, n_elem, 2, dtype=torch.float) / n_elem))
+
+    with ``n_elem = rotary_dim // 2`` (so half the head is rotated and the denominator is the rotated
+    width, not the head width). ``apply_rotary_pos_emb`` pairs adjacent elements::
+
+        xshaped = x.reshape(sq, -1, np, rot_dim // 2, 2)    # (x[2i], x[2i+1]) -> gptj layout
+        return torch.cat((x_out2, x_pass), dim=-1)          # rotated part first, rest passes
+
+    ``original_rope`` is stored (``self.original_impl``) but never read by ``forward_impl``.
+
+    ``position_interpolation=True`` ports the *ChatGLM2-6B-32k* revision instead, whose
+    ``forward_impl`` keeps base 10000 and divides positions::
+
+        seq_idx = torch.arange(seq_len, dtype=dtype, device=device) / self.rope_ratio
+
+    which is the same as dividing theta by ``rope_ratio``. The config key is the same (``rope_ratio``);
+    only the remote code revision tells the two semantics apart.
+    """
+    kv_channels = config.get("kv_channels")
+    head_rot = config["hidden_size"] // config["num_attention_heads"] if kv_channels is None else int(kv_channels)
+    n_elem = head_rot // 2
+    rope_ratio = float(config.get("rope_ratio", 1))  # ChatGLMConfig default: rope_ratio=1
+    if position_interpolation:
+        inv_freq = _plain(10000.0, n_elem) / rope_ratio
+        how = f"positions / rope_ratio ({rope_ratio:g}), base 10000 (ChatGLM2-6B-32k revision)"
+    else:
+        inv_freq = _plain(10000.0 * rope_ratio, n_elem)
+        how = f"base = 10000 * rope_ratio = {10000.0 * rope_ratio:g}"
+    notes = (
+        f"THUDM remote code: rotates the first {n_elem} of {head_rot} head dims (kv_channels // 2), "
+        f"exponents over {n_elem}; {how}; interleaved pairs. The rope cache is built for "
+        "config.seq_length positions and cast to the checkpoint dtype (bf16/fp16) before use."
+    )
+    return FamilyTable(inv_freq, n_elem, "gptj", 1.0, notes)
+
+
+# --------------------------------------------------------------------------------------------------
+# MiniMax-Text-01 / MiniMax-M1 (remote code)
+# --------------------------------------------------------------------------------------------------
+
+
+def minimax(config: Mapping[str, Any]) -> FamilyTable:
+    """MiniMax-M1 remote code (modeling_minimax_m1.py; MiniMax-Text-01 is the same architecture).
+
+    ``MiniMaxM1Attention.__init__``::
+
+        self.head_dim = getattr(config, 'head_dim', self.hidden_size // self.num_heads)
+        self.rotary_dim = getattr(config, 'rotary_dim', self.head_dim)
+        self.rotary_emb = MiniMaxM1RotaryEmbedding(self.rotary_dim, ..., base=self.rope_theta)
+
+    ``MiniMaxM1RotaryEmbedding.__init__`` (copied from Mistral)::
+
+        inv_freq = 1.0 / (self.base ** (torch.arange(0, self.dim, 2, dtype=torch.int64).float() / self.dim))
+
+    ``apply_rotary_pos_emb`` rotates ``q[..., :rot_dim]`` with rotate_half (neox) and passes the rest.
+    Only layers with ``attn_type_list[i] == 1`` are softmax attention with RoPE; ``0`` is lightning
+    (linear) attention without any positional rotation.
+    """
+    head_dim = int(config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"])
+    rotary_dim = int(config.get("rotary_dim", head_dim))
+    inv_freq = _plain(float(config["rope_theta"]), rotary_dim)
+    types: list[int] | None = config.get("attn_type_list")
+    if types is None:
+        where = "no attn_type_list: every layer is softmax attention"
+    else:
+        rope_layers = [i for i, t in enumerate(types) if t == 1]
+        where = f"{len(rope_layers)} of {len(types)} layers (attn_type_list == 1) carry RoPE: {rope_layers}"
+    notes = (
+        f"MiniMax remote code: rotary_dim {rotary_dim} of head_dim {head_dim}, exponents over rotary_dim, "
+        f"base rope_theta; neox pairing on the first rotary_dim dims. {where}. transformers' native "
+        "`minimax` port ignores rotary_dim (full-head RoPE), so it disagrees with this table."
+    )
+    return FamilyTable(inv_freq, rotary_dim, "neox", 1.0, notes)
+
+
+# --------------------------------------------------------------------------------------------------
+# Qwen (v1) remote code (modeling_qwen.py)
+# --------------------------------------------------------------------------------------------------
+
+
+def qwen_ntk_alpha(seq_len: int, seq_length: int) -> float:
+    """Qwen v1 ``QWenModel.get_ntk_alpha`` (older revisions inline the same three lines)::
+
+    context_value = math.log(true_seq_len / self.seq_length, 2) + 1
+    ntk_alpha = 2 ** math.ceil(context_value) - 1
+    ntk_alpha = max(ntk_alpha, 1)
+    """
+    context_value = math.log(seq_len / seq_length, 2) + 1
+    ntk_alpha = 2 ** math.ceil(context_value) - 1
+    return float(max(ntk_alpha, 1))
+
+
+def qwen_logn(position: int, seq_length: int) -> float:
+    """Qwen v1 query scale at 0-based ``position`` (``QWenAttention.__init__``)::
+
+    logn_list = [math.log(i, self.seq_length) if i > self.seq_length else 1 for i in range(1, 32768)]
+
+    indexed by key position (``logn_tensor[:, seq_start:seq_end]``), i.e. ``i = position + 1``.
+    The buffer stops at 32767 positions.
+    """
+    i = position + 1
+    return math.log(i, seq_length) if i > seq_length else 1.0
+
+
+def qwen(config: Mapping[str, Any], seq_len: int | None = None) -> FamilyTable:
+    """Qwen v1 remote code (Qwen/Qwen-7B, -14B, -VL ...; modeling_qwen.py).
+
+    ``QWenModel.__init__``::
+
+        if config.rotary_pct == 1.0:
+            self.rotary_ndims = None
+        else:
+            assert config.rotary_pct < 1
+            self.rotary_ndims = int(config.kv_channels * config.rotary_pct)
+        dim = self.rotary_ndims if self.rotary_ndims is not None else config.kv_channels
+        self.rotary_emb = RotaryEmbedding(dim, base=config.rotary_emb_base)
+
+    ``RotaryEmbedding.update_rotary_pos_emb_cache``::
+
+        base = self.base * ntk_alpha ** (self.dim / (self.dim - 2))
+        self.inv_freq = 1.0 / (base ** (torch.arange(0, self.dim, 2, ...).float() / self.dim))
+        emb = torch.cat((freqs, freqs), dim=-1)             # rotate_half pairing (neox)
+
+    ``ntk_alpha`` is 1 in training or when ``use_dynamic_ntk`` is false; otherwise it is computed from
+    the prefill length (``kv_seq_len`` when there is no past; per sample from the attention mask in
+    newer revisions) and reused, cached, for every decode step after it. ``seq_len`` here is that
+    prefill length; ``None`` means alpha = 1.
+    """
+    kv_channels = int(config["kv_channels"])
+    rotary_pct = float(config.get("rotary_pct", 1.0))
+    dim = kv_channels if rotary_pct == 1.0 else int(kv_channels * rotary_pct)
+    seq_length = int(config["seq_length"])
+    alpha = 1.0
+    if seq_len is not None and config.get("use_dynamic_ntk", False):
+        alpha = qwen_ntk_alpha(seq_len, seq_length)
+    base = float(config["rotary_emb_base"]) * alpha ** (dim / (dim - 2))
+    inv_freq = _plain(base, dim)
+    logn = ""
+    if config.get("use_logn_attn", False):
+        logn = (
+            f" use_logn_attn: queries at 0-based position p are multiplied by log(p+1)/log({seq_length}) "
+            f"when p+1 > {seq_length} (not a cos/sin scale; positions past 32766 are out of the buffer)."
+        )
+    at = "no sequence length (alpha 1)" if seq_len is None else f"prefill length {seq_len}"
+    notes = (
+        f"Qwen v1 remote code at {at}: ntk_alpha {alpha:g}, base = rotary_emb_base * alpha**(dim/(dim-2)) "
+        f"= {base!r}; dim {dim} (kv_channels {kv_channels} * rotary_pct {rotary_pct:g}); neox pairing; "
+        f"alpha = max(2**ceil(log2(L/seq_length)+1)-1, 1) for seq_length {seq_length}.{logn}"
+    )
+    return FamilyTable(inv_freq, dim, "neox", 1.0, notes)
+
+
+# --------------------------------------------------------------------------------------------------
+# GPT-J / CodeGen (transformers' port of the mesh-transformer-jax layout)
+# --------------------------------------------------------------------------------------------------
+
+
+def gptj(config: Mapping[str, Any]) -> FamilyTable:
+    """GPT-J and CodeGen (transformers modeling_gptj.py / modeling_codegen.py, identical code).
+
+    ``create_sinusoidal_positions``::
+
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, dim, 2, dtype=torch.int64) / dim))
+
+    ``GPTJRotaryEmbedding.__init__``: ``self.pos_embd_dim = config.rotary_dim or config.hidden_size``.
+    ``GPTJAttention.forward`` rotates ``query[..., : self.rotary_dim]`` with ``rotate_every_two``
+    (``x[..., ::2]`` / ``x[..., 1::2]`` -> gptj/interleaved pairing). The base 10000 is hard-coded:
+    no config key sets it. A null ``rotary_dim`` makes transformers build a table of ``hidden_size``
+    dims and rotate the whole head, which only broadcasts when n_head == 1: refuse it, do not guess.
+    """
+    rotary_dim = config.get("rotary_dim")
+    if rotary_dim is None:
+        raise ValueError("rotary_dim is null: transformers' GPT-J/CodeGen would use hidden_size (ambiguous)")
+    dim = int(rotary_dim)
+    head_dim = int(config["n_embd"]) // int(config["n_head"])
+    notes = (
+        f"GPT-J/CodeGen: rotary_dim {dim} of head_dim {head_dim} (n_embd / n_head), base 10000 hard-coded, "
+        "rotate_every_two (interleaved) on the first rotary_dim dims."
+    )
+    return FamilyTable(_plain(10000.0, dim), dim, "gptj", 1.0, notes)
+
+
+# --------------------------------------------------------------------------------------------------
+# Phi-3-small (remote code, positional_embedding.py)
+# --------------------------------------------------------------------------------------------------
+
+
+def phi3_small(config: Mapping[str, Any], seq_len: int | None = None) -> FamilyTable:
+    """Phi-3-small remote code (microsoft/Phi-3-small-*; positional_embedding.py).
+
+    ``RotaryEmbedding.from_config``::
+
+        dim_model=config.hidden_size // config.num_attention_heads,
+        max_seq_len=config.max_position_embeddings,
+        base=config.rope_embedding_base,
+        position_scale=config.rope_position_scale,
+        (longrope_config from config.rope_scaling when not None)
+
+    Plain path: ``inv_freq = 1.0 / (base ** (torch.arange(0, dim_model, 2).float() / self.dim_model))``
+    and ``t = torch.arange(seq_len) * self.position_scale`` -> effective inv_freq = position_scale * inv_freq.
+
+    LongRoPE path (``rope_scaling`` set): ``position_scale`` is *not* applied; ``seq_len >
+    original_max_position_embeddings`` picks ``long_factors`` and ``mscale = long_mscale if long_mscale > 0
+    else sqrt(1 + log(max_position_embeddings / original) / log(original))``, else ``short_factors`` and
+    ``short_mscale if short_mscale > 0 else 1.0``; ``inv_freq = 1 / (factors * base ** (arange / dim))``;
+    cos and sin are multiplied by mscale.
+    """
+    dim = int(config["hidden_size"]) // int(config["num_attention_heads"])
+    base = float(config["rope_embedding_base"])
+    scaling = config.get("rope_scaling")
+    if scaling is None:
+        scale = float(config.get("rope_position_scale", 1.0))
+        notes = (
+            f"Phi-3-small remote code: head_dim {dim}, base rope_embedding_base {base:g}, positions multiplied "
+            f"by rope_position_scale {scale:g} (folded into inv_freq here); neox pairing, full head."
+        )
+        return FamilyTable(_plain(base, dim) * scale, dim, "neox", 1.0, notes)
+    original = int(scaling["original_max_position_embeddings"])
+    use_long = seq_len is not None and seq_len > original
+    factors = np.asarray(scaling["long_factor" if use_long else "short_factor"], dtype=np.float64)
+    if use_long:
+        explicit = float(scaling.get("long_mscale", -1))
+        ratio = float(config["max_position_embeddings"]) / original
+        computed = 1.0 if ratio <= 1.0 else math.sqrt(1 + math.log(ratio) / math.log(original))
+        mscale = explicit if explicit > 0 else computed
+    else:
+        explicit = float(scaling.get("short_mscale", -1))
+        mscale = explicit if explicit > 0 else 1.0
+    notes = (
+        f"Phi-3-small longrope ({'long' if use_long else 'short'} factors at seq_len {seq_len}); "
+        "rope_position_scale is ignored on this path."
+    )
+    return FamilyTable(1.0 / (factors * np.power(base, np.arange(0, dim, 2) / dim)), dim, "neox", mscale, notes)
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+def _load(name: str) -> dict[str, Any]:
+    with (FAMILIES / name).open(encoding="utf-8") as handle:
+        data: dict[str, Any] = json.load(handle)
+    return data
+
+
+def build() -> dict[str, dict[str, Any]]:
+    """Every entry of reference.json, computed from the trimmed configs beside it."""
+    out: dict[str, dict[str, Any]] = {}
+    out["chatglm3-6b.json"] = chatglm(_load("chatglm3-6b.json")).to_json()
+    out["glm-4-9b-chat.json"] = chatglm(_load("glm-4-9b-chat.json")).to_json()
+    out["minimax-m1.json"] = minimax(_load("minimax-m1.json")).to_json()
+    qwen_cfg = _load("qwen-7b.json")
+    out["qwen-7b.json"] = qwen(qwen_cfg).to_json()
+    seq_length = int(qwen_cfg["seq_length"])
+    for seq_len in (seq_length, seq_length + 1, 2 * seq_length, 2 * seq_length + 1, 4 * seq_length):
+        out[f"qwen-7b.json@seq_len={seq_len}"] = qwen(qwen_cfg, seq_len).to_json()
+    out["gpt-j-6b.json"] = gptj(_load("gpt-j-6b.json")).to_json()
+    out["phi-3-small-8k-instruct.json"] = phi3_small(_load("phi-3-small-8k-instruct.json")).to_json()
+    return out
+
+
+def main() -> None:
+    result = build()
+    target = FAMILIES / "reference.json"
+    target.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {target} ({len(result)} entries)")
+
+
+if __name__ == "__main__":
+    main()
