@@ -24,6 +24,7 @@ EXIT_PLUGIN = 3
 
 _FLAGS = {"served": "--served", "sin": "--sin", "layer_type": "--layer-type", "layout": "--layout",
           "positions": "--positions", "seq_len": "--seq-len", "dtype": "--dtype", "directory": "--out",
+          "rtol": "--rtol", "n_ctx": "--n-ctx",
           "path": "--output", "config": "CONFIG"}
 """Library argument names, as the command line spells them."""
 
@@ -41,6 +42,16 @@ def _positions(text: str) -> tuple[int, ...]:
     if not values or any(value < 0 for value in values):
         raise argparse.ArgumentTypeError(f"expected non-negative positions, got {text!r}")
     return values
+
+
+def _rtol(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value < 1:  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"expected a relative tolerance in (0, 1), got {text!r}")
+    return value
 
 
 def _positive(text: str) -> int:
@@ -235,46 +246,70 @@ def _cmd_export(args: argparse.Namespace) -> None:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from .audit import audit, read_served
+    from .audit import audit_artifact
+    from .served import read_artifact
 
+    if args.config is None:
+        return _gguf_self_check(args)
     model = _load(args)
     widths = {t.rotary_dim for t in model.tables.values()}
     width = widths.pop() if len(widths) == 1 else None
-    served = read_served(args.served, dtype=args.dtype, width=width)
-    sin = read_served(args.sin, dtype=args.dtype, width=width) if args.sin else None
-    report = audit(model, served, sin=sin, layer_type=args.layer_type, positions=args.positions, rtol=args.rtol,
-                   layout=args.layout)
+    artifact = read_artifact(args.served, dtype=args.dtype, width=width, sin=args.sin, layout=args.layout,
+                             n_ctx=args.n_ctx)
+    report = audit_artifact(model, artifact, layer_type=args.layer_type, positions=args.positions, rtol=args.rtol)
     if args.json:
         _print_json(report)
     else:
         _print_audit(report)
-    return 0 if report["matches_declared"] else EXIT_CHECKS_FAILED
+    return 0 if report["verdict"] == "match" else EXIT_CHECKS_FAILED
+
+
+def _gguf_self_check(args: argparse.Namespace) -> int:
+    from .served import read_artifact
+
+    if not str(args.served).lower().endswith(".gguf"):
+        raise RopeConfigError("CONFIG", "missing: give the model's config.json (only a .gguf can be checked alone)")
+    artifact = read_artifact(args.served, n_ctx=args.n_ctx)
+    verdict = "red_flags" if artifact.flags else "no_red_flags"
+    document = {"verdict": verdict, "artifact": {"path": artifact.path, "kind": artifact.kind,
+                                                 "engine": artifact.engine},
+                "flags": list(artifact.flags), "engine_rules": list(artifact.rules),
+                "note": "checked against itself only; give CONFIG to audit the table against the declaration"}
+    if args.json:
+        _print_json(document)
+    else:
+        print(f"{artifact.path}: {'RED FLAGS' if artifact.flags else 'no red flags'} (checked against itself only; "
+              "give CONFIG for a full audit)")
+        for flag in (*artifact.flags, *artifact.rules):
+            print(f"  {flag}")
+    return EXIT_CHECKS_FAILED if artifact.flags else 0
 
 
 def _print_audit(report: dict[str, Any]) -> None:
-    declared, served = report["declared"], report["served"]
-    print(f"[{report['layer_type']}] declared rope_type {declared['rope_type']} ({declared['pairs']} pairs); "
-          f"served {served['kind']} ({served.get('pairs', served.get('width'))})")
-    if report["matches_declared"]:
-        print("  MATCH: the served table is the declared one")
-        return
-    print("  MISMATCH: the served table is not what the config declares")
-    if "length_mismatch" in report:
-        print(f"  {report['length_mismatch']}")
-    matched = report.get("matched")
-    if matched:
-        print(f"  it matches: {matched['description']}")
-    else:
-        scored = [c for c in report["candidates"] if c.get("max_rel_diff", c.get("max_abs_diff")) is not None]
-        closest = min(scored, key=lambda c: c.get("max_rel_diff", c.get("max_abs_diff")), default=None)
-        print("  no registered scheme or parameter set matched" +
-              (f"; closest: {closest['description']}" if closest else ""))
-    if "differing_pairs" in report:
-        print(f"  {report['differing_pairs']} of {report['pairs']} pairs differ from the declared table, "
-              f"by up to {report['max_ratio']:.6g}x")
-        for position, row in report["positions"].items():
-            print(f"  position {position:>7}: max angle error {row['max_angle_error']:.4f} rad, "
-                  f"{row['pairs_over_0.1rad']} pairs over 0.1 rad")
+    artifact = report["artifact"]
+    print(f"{artifact['path']} ({artifact['kind']}{', ' + artifact['producer'] if artifact['producer'] else ''}): "
+          f"{report['verdict'].upper().replace('_', ' ')}")
+    if report["verdict"] == "no_table":
+        print(f"  {report['request']}")
+    for name, layer in report["layers"].items():
+        for table in layer.get("tables", []):
+            regime = f" [{table['regime']}]" if table.get("regime") else ""
+            declared = table["declared"]
+            print(f"[{name}]{regime} declared rope_type {declared['rope_type']} ({declared['pairs']} pairs); "
+                  f"served {table['kind']} {table['dtype']} from {table['where']}")
+            if table["verdict"] == "match":
+                print("  MATCH: the served table is the declared one")
+                continue
+            print("  MISMATCH: the served table is not what the config declares")
+            print(f"  it matches: {table['served_as']}")
+            if "differing_pairs" in table:
+                print(f"  {table['differing_pairs']} of {table['pairs']} pairs differ from the declared table, "
+                      f"by up to {table['max_ratio']:.6g}x")
+                for position, row in table["positions"].items():
+                    print(f"  position {position:>7}: max angle error {row['max_angle_error']:.4f} rad, "
+                          f"{row['pairs_over_0.1rad']} pairs over 0.1 rad")
+    for note in (*report.get("engine_rules", []), *report.get("flags", [])):
+        print(f"  note: {note}")
 
 
 def _cmd_plot(args: argparse.Namespace) -> None:
@@ -312,19 +347,36 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="positions at which to report the angle error (default: %(default)s)")
     gap.add_argument("--seq-len", type=_positive, metavar="N", help="compare the table for N positions")
     config_command("inspect", "Describe what the config declares and which plugin serves it.", _cmd_inspect)
-    auditor = config_command(
-        "audit", "Check a table a forward actually served against the one the config declares.", _cmd_audit
+    auditor = commands.add_parser(
+        "audit", help="Check the table an engine artifact or a forward serves against the one the config declares.",
+        description="Check the table an engine artifact or a forward serves against the one the config declares. "
+        "ARTIFACT: an ONNX model or pack directory (onnxruntime-genai), a .gguf (llama.cpp: the table is rebuilt by "
+        "its run-time rules), or a dumped inv_freq / cos cache (.npy, raw .f64/.f32/.f16). Exit 0 match, 1 mismatch "
+        "or no table, 2 invalid input.",
     )
-    auditor.add_argument("--served", required=True, metavar="FILE",
-                         help="the served inv_freq (1-D) or cos cache (2-D): .npy, or raw .f64/.f32/.f16")
+    auditor.add_argument("config", metavar="CONFIG", nargs="?",
+                         help="the model's config.json or directory (optional for a .gguf: then it is checked "
+                         "against itself for red flags)")
+    auditor.add_argument("--served", required=True, metavar="ARTIFACT",
+                         help="ONNX model/pack, .gguf, or .npy/.f64/.f32/.f16 table or cos cache")
+    auditor.add_argument("--json", action="store_true", help="machine-readable output")
+    auditor.add_argument("--lenient", action="store_true", help="warn about unknown keys instead of failing")
+    auditor.set_defaults(handler=_cmd_audit)
     auditor.add_argument("--sin", metavar="FILE", help="the served sin cache, with a 2-D --served cos cache")
     auditor.add_argument("--dtype", choices=("float64", "float32", "float16"),
                          help="dtype of raw files without a .f64/.f32/.f16 suffix")
-    auditor.add_argument("--layer-type", metavar="LT", help="which layer type's table was served (default: by size)")
-    auditor.add_argument("--layout", choices=("neox", "gptj"), default="neox", help="layout of a cos/sin cache")
+    auditor.add_argument("--layer-type", metavar="LT", help="which layer type's table was served (default: by width)")
+    auditor.add_argument("--layout", choices=("neox", "gptj", "half"), default="neox",
+                         help="columns of a dumped cos/sin cache: neox (rotate-half), gptj (interleaved) or half "
+                         "(one column per pair, as onnxruntime-genai and vLLM store) (default: %(default)s)")
+    auditor.add_argument("--n-ctx", type=_positive, metavar="N",
+                         help="for a .gguf: the context llama.cpp allocates (it picks longrope's factors by it; "
+                         "default: the file's context_length, llama.cpp's choice for n_ctx 0)")
     auditor.add_argument("--positions", type=_positions, default=(128, 1024, 2048, 8192, 32768, 131072),
                          metavar="P,...", help="positions at which to report the angle error")
-    auditor.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance of a match (default 1e-5)")
+    auditor.add_argument("--rtol", type=_rtol, metavar="R",
+                         help="relative tolerance for inv_freq tables (default: 1e-5, or 2e-3 for float16); caches use "
+                         "a per-element tolerance from their dtype and positions")
     auditor.add_argument("--seq-len", type=_positive, metavar="N", help="the served sequence length, if it matters")
     plotter = config_command("plot", "Draw each layer type's wavelengths against plain RoPE (needs matplotlib).",
                              _cmd_plot)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -114,6 +115,24 @@ class RopeTable:
             attention_factor=frequencies.attention_factor,
             seq_len=int(seq_len),
         )
+
+    def with_params(self, **changes: Any) -> RopeTable:
+        """This table rebuilt with some of the scheme's parameters changed (``truncate=False``,
+        ``beta_fast=32.0``): what a forward that misread them serves. Values are validated like
+        config values."""
+        if self._scheme is None:
+            raise ArgumentError("params", "this table was not built by a scheme")
+        scheme = self._scheme.scheme
+        params = dict(self.params)
+        for name, value in changes.items():
+            key = scheme.key(name)
+            if key is None:
+                raise ArgumentError(name, f"rope_type {self.rope_type!r} has no parameter {name!r}")
+            params[name] = None if value is None else key.validate(value, name, self.geometry.pairs)
+        frozen = MappingProxyType(params)
+        frequencies = self._scheme.build(frozen, self.geometry, self.seq_len)
+        return attrs.evolve(self, params=frozen, inv_freq=frequencies.inv_freq,
+                            attention_factor=frequencies.attention_factor)
 
     def cos_sin(
         self,
