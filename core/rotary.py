@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .errors import ArgumentError
+from .errors import ArgumentError, ArgumentTypeError
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["LAYOUTS", "Layout", "apply_rotary", "cos_sin"]
+__all__ = ["LAYOUTS", "MAX_ANGLE", "Layout", "apply_rotary", "cos_sin", "max_position"]
 
 Layout = Literal["neox", "gptj"]
 """``neox``: rotate-half, ``cos = [c_0..c_{P-1}, c_0..c_{P-1}]`` (transformers' Llama and most
@@ -31,21 +31,80 @@ _BLOCK = 256  # positions per inner block (the r table); 256 x pairs float64 sta
 _CHUNK_BLOCKS = 8  # blocks combined per numpy call: temporaries of 8 * 256 * pairs float64
 
 
-def _as_positions(positions: Any) -> tuple[int, int] | npt.NDArray[np.int64]:
-    """``(start, count)`` for a contiguous run, else an int64 array."""
-    if isinstance(positions, bool):
-        raise ArgumentError("positions", f"expected a count, a range or integer positions, got {positions!r}")
+MAX_ANGLE = float(1 << 32)
+"""The largest angle (``position * inv_freq``, radians) served: below it a float32 cache is within
+5e-7 (times the attention factor) of exact (measured 2.1e-7 at 2**32); past it float64 angle
+reduction itself drifts (7.9e-7 at 2**34, 4.9e-5 at 2**40). With ``inv_freq[0] == 1`` (every
+built-in), positions up to ``2**32 - 1``."""
+
+_DTYPES = ("float16", "float32", "float64", "bfloat16")
+
+
+def max_position(inv_freq: npt.NDArray[np.float64]) -> int:
+    """The largest position :func:`cos_sin` serves for ``inv_freq`` (see :data:`MAX_ANGLE`)."""
+    peak = float(np.max(inv_freq)) if inv_freq.size else 0.0
+    return int(MAX_ANGLE / peak) - 1 if peak > 0 else (1 << 62)
+
+
+def _as_positions(positions: Any, limit: int) -> tuple[int, int] | npt.NDArray[np.int64]:
+    """``(start, count)`` for a contiguous run, else an int64 array; every position in ``[0, limit]``."""
+    if isinstance(positions, (bool, np.bool_)):
+        raise ArgumentTypeError("positions", f"expected a count, a range or integer positions, got {positions!r}")
     if isinstance(positions, (int, np.integer)):
-        if positions < 0:
-            raise ArgumentError("positions", f"expected a non-negative count, got {positions}")
-        return 0, int(positions)
+        count = int(positions)
+        if count < 0 or count - 1 > limit:
+            raise ArgumentError("positions", f"expected a count in [0, {limit + 1}] (positions up to {limit} are "
+                                f"served within 5e-7), got {count}")
+        return 0, count
     if isinstance(positions, range) and positions.step == 1:
-        return positions.start, len(positions)
-    array = np.asarray(positions)
+        if len(positions) and (positions.start < 0 or positions.stop - 1 > limit):
+            raise ArgumentError("positions", f"positions must lie in [0, {limit}], got {positions!r}")
+        return max(positions.start, 0), len(positions)
+    try:
+        array = np.asarray(positions)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise ArgumentTypeError("positions", f"expected integer positions: {error}") from None
     if array.ndim != 1 or not (np.issubdtype(array.dtype, np.integer) or array.size == 0):
-        raise ArgumentError("positions", f"expected a 1-D sequence of integers, got dtype {array.dtype} "
-                              f"shape {array.shape}")
+        raise ArgumentTypeError("positions", f"expected a 1-D sequence of integers, got dtype {array.dtype} "
+                                f"shape {array.shape}")
+    if array.size and (array.min() < 0 or array.max() > limit):  # compared before any cast: uint64 cannot wrap
+        raise ArgumentError("positions", f"positions must lie in [0, {limit}], got {array.min()}..{array.max()}")
     return array.astype(np.int64, copy=False)
+
+
+def _out_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
+    if isinstance(dtype, str) and dtype == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise ArgumentError("dtype", "bfloat16 needs the ml_dtypes package (pip install ml_dtypes); "
+                                "valid without it: float16, float32, float64") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    try:
+        chosen = np.dtype(dtype)
+    except TypeError:
+        raise ArgumentTypeError("dtype", f"unsupported dtype {dtype!r}; valid: {', '.join(_DTYPES)}") from None
+    if chosen.name not in _DTYPES:
+        raise ArgumentError("dtype", f"unsupported dtype {chosen}; valid: {', '.join(_DTYPES)} "
+                            "(bfloat16 with ml_dtypes)")
+    return chosen
+
+
+def _checked_out(out: Any, shape: tuple[int, int], dtype: np.dtype[Any]) -> tuple[Any, Any]:
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise ArgumentTypeError("out", f"expected a (cos, sin) pair of numpy arrays, got {type(out).__name__}")
+    for name, array in zip(("out[0]", "out[1]"), out, strict=True):
+        if not isinstance(array, np.ndarray):
+            raise ArgumentTypeError(name, f"expected a numpy array, got {type(array).__name__}")
+        if array.shape != shape or array.dtype != dtype:
+            raise ArgumentError(name, f"expected {dtype} of shape {shape}, got {array.dtype} {array.shape}")
+        if not array.flags.writeable:
+            raise ArgumentError(name, "is read-only")
+        if not array.flags.c_contiguous:
+            raise ArgumentError(name, "must be C-contiguous (rows of a cache buffer)")
+    if np.shares_memory(out[0], out[1]):
+        raise ArgumentError("out", "cos and sin buffers overlap; give two separate arrays")
+    return out[0], out[1]
 
 
 def cos_sin(
@@ -59,28 +118,30 @@ def cos_sin(
 ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
     """``(cos, sin)`` of shape ``(len(positions), 2 * len(inv_freq))``, scaled by ``attention_factor``.
 
-    ``positions`` is a count ``N`` (positions ``0..N-1``), a ``range``, or integer positions.
-    ``out`` takes two preallocated C-contiguous arrays of that shape and ``dtype`` to fill (a
-    forward's cache buffers), which avoids allocating and faulting in fresh pages.
+    ``positions`` is a count ``N`` (positions ``0..N-1``), a ``range``, or integer positions, each
+    in ``[0, max_position(inv_freq)]`` (``2**32 - 1`` for every built-in): there a float32 cache is
+    within 5e-7 of exact; anything else (negative, past the bound, non-integer, a bool) raises
+    :class:`~ropekit.ArgumentError`. ``dtype``: float16, float32, float64, or bfloat16 when
+    ``ml_dtypes`` is installed. ``out`` takes two preallocated, writable, C-contiguous,
+    non-overlapping arrays of that shape and dtype to fill (a forward's cache buffers).
     """
     if layout not in LAYOUTS:
         raise ArgumentError("layout", f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
-    out_dtype = np.dtype(dtype)
-    if out_dtype not in (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)):
-        raise ArgumentError("dtype", f"unsupported dtype {out_dtype}; valid: float16, float32, float64")
+    out_dtype = _out_dtype(dtype)
     freq = np.asarray(inv_freq, dtype=np.float64)
+    if freq.ndim != 1 or not np.all(np.isfinite(freq)) or np.any(freq < 0):
+        raise ArgumentError("inv_freq", "expected a 1-D array of finite non-negative frequencies")
+    factor = float(attention_factor)
+    if not np.isfinite(factor):
+        raise ArgumentError("attention_factor", f"expected a finite number, got {attention_factor!r}")
     pairs = freq.shape[0]
-    where = _as_positions(positions)
+    where = _as_positions(positions, max_position(freq))
     count = where[1] if isinstance(where, tuple) else where.shape[0]
     if out is None:
         cos = np.empty((count, 2 * pairs), dtype=out_dtype)
         sin = np.empty((count, 2 * pairs), dtype=out_dtype)
     else:
-        cos, sin = out
-        for name, array in (("out[0]", cos), ("out[1]", sin)):
-            if array.shape != (count, 2 * pairs) or array.dtype != out_dtype or not array.flags.c_contiguous:
-                raise ArgumentError(name, f"expected a C-contiguous {out_dtype} array of shape "
-                                      f"{(count, 2 * pairs)}, got {array.dtype} {array.shape}")
+        cos, sin = _checked_out(out, (count, 2 * pairs), out_dtype)
     if count == 0 or pairs == 0:
         return cos, sin
     if isinstance(where, tuple):
@@ -150,8 +211,6 @@ def _fill_contiguous(
 
 def _rotate(x: npt.NDArray[Any], cos: npt.NDArray[Any], sin: npt.NDArray[Any], layout: str) -> npt.NDArray[Any]:
     dim = cos.shape[-1]
-    if dim > x.shape[-1]:
-        raise ArgumentError("cos", f"cos/sin cover {dim} channels, the input has {x.shape[-1]}")
     rot, rest = x[..., :dim], x[..., dim:]
     if layout == "neox":
         half = dim // 2
@@ -173,7 +232,19 @@ def apply_rotary(
 
     ``neox`` matches transformers' ``apply_rotary_pos_emb`` (rotate-half); ``gptj`` rotates
     interleaved pairs. Channels past ``rotary_dim`` pass through unchanged (partial rotary).
+    Shapes are checked: cos and sin equal and 2-D with an even width, q and k at least 2-D with
+    ``seq`` rows and at least ``rotary_dim`` channels.
     """
     if layout not in LAYOUTS:
         raise ArgumentError("layout", f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
+    for name, array in (("q", q), ("k", k), ("cos", cos), ("sin", sin)):
+        if not isinstance(array, np.ndarray):
+            raise ArgumentTypeError(name, f"expected a numpy array, got {type(array).__name__}")
+    if cos.shape != sin.shape or cos.ndim != 2 or cos.shape[1] % 2:
+        raise ArgumentError("cos", f"cos {cos.shape} and sin {sin.shape} must be equal (seq, rotary_dim) shapes, "
+                            "rotary_dim even")
+    for name, x in (("q", q), ("k", k)):
+        if x.ndim < 2 or x.shape[-2] != cos.shape[0] or x.shape[-1] < cos.shape[1]:
+            raise ArgumentError(name, f"shape {x.shape} does not fit cos/sin {cos.shape}: expected (..., "
+                                f"{cos.shape[0]}, head_dim >= {cos.shape[1]})")
     return _rotate(q, cos, sin, layout), _rotate(k, cos, sin, layout)

@@ -130,3 +130,70 @@ def test_rotation_preserves_norms_and_depends_on_relative_position() -> None:
         return float((rq * rk).sum())
 
     assert score(10, 3) == pytest.approx(score(100_007, 100_000), rel=1e-9)
+
+
+# --- the accepted positions are exactly where the stated accuracy holds; misuse is refused --------
+
+
+def test_accuracy_holds_at_the_bound_and_positions_past_it_are_refused() -> None:
+    from ropekit.rotary import MAX_ANGLE, max_position
+
+    inv_freq = np.array([1.0, 0.5, 1e-3])
+    limit = max_position(inv_freq)
+    assert limit == int(MAX_ANGLE) - 1
+    cos, sin = ropekit.rotary.cos_sin(inv_freq, 1.0, range(limit - 511, limit + 1))
+    exact = np.arange(limit - 511, limit + 1, dtype=np.longdouble)[:, None] * inv_freq.astype(np.longdouble)
+    assert float(np.abs(cos[:, :3] - np.cos(exact)).max()) <= 5e-7
+    assert float(np.abs(sin[:, :3] - np.sin(exact)).max()) <= 5e-7
+    for bad in (range(limit, limit + 2), limit + 2, [limit + 1], np.array([2**63], dtype=np.uint64),
+                np.array([2**64 - 1], dtype=np.uint64), [-1], range(-1, 3), -5):
+        with pytest.raises(ropekit.ArgumentError, match="positions"):
+            ropekit.rotary.cos_sin(inv_freq, 1.0, bad)
+
+
+@pytest.mark.parametrize("bad", [[0.5, 1.0], np.array([1.0]), "abc", True, [[1, 2]], [1, "2"]])
+def test_non_integer_positions_are_refused(bad: Any) -> None:
+    with pytest.raises(ropekit.ArgumentError, match="positions"):
+        ropekit.rotary.cos_sin(np.array([1.0]), 1.0, bad)
+
+
+def test_out_buffers_are_validated() -> None:
+    freq = np.array([1.0, 0.1])
+    good = (np.empty((4, 4), np.float32), np.empty((4, 4), np.float32))
+    cos, sin = ropekit.rotary.cos_sin(freq, 1.0, 4, out=good)
+    assert cos is good[0] and sin is good[1]
+    shared = np.empty((4, 4), np.float32)
+    readonly = np.empty((4, 4), np.float32)
+    readonly.flags.writeable = False
+    strided = np.empty((4, 8), np.float32)[:, ::2]
+    for out, words in [((shared, shared), "overlap"), ((readonly, good[1]), "read-only"),
+                       ((strided, good[1]), "C-contiguous"), ((good[0], np.empty((4, 4), np.float64)), "float32"),
+                       ([good[0], good[1]], "pair"), ((good[0], "x"), "numpy array"),
+                       ((np.empty((5, 4), np.float32), good[1]), "shape")]:
+        with pytest.raises(ropekit.ArgumentError, match=words):
+            ropekit.rotary.cos_sin(freq, 1.0, 4, out=out)  # type: ignore[arg-type]
+
+
+def test_dtypes_are_listed_and_bfloat16_needs_ml_dtypes() -> None:
+    freq = np.array([1.0, 0.1])
+    half, _ = ropekit.rotary.cos_sin(freq, 1.0, 3, dtype=np.float16)
+    assert half.dtype == np.float16
+    with pytest.raises(ropekit.ArgumentError, match="valid: float16, float32, float64"):
+        ropekit.rotary.cos_sin(freq, 1.0, 3, dtype=np.int32)
+    try:
+        import ml_dtypes  # noqa: F401
+    except ImportError:
+        with pytest.raises(ropekit.ArgumentError, match="ml_dtypes"):
+            ropekit.rotary.cos_sin(freq, 1.0, 3, dtype="bfloat16")
+    else:  # pragma: no cover - only where ml_dtypes is installed
+        assert ropekit.rotary.cos_sin(freq, 1.0, 3, dtype="bfloat16")[0].dtype.name == "bfloat16"
+
+
+def test_apply_rotary_checks_its_shapes() -> None:
+    cos, sin = ropekit.rotary.cos_sin(np.array([1.0, 0.1]), 1.0, 3)
+    q = np.ones((2, 3, 8))
+    ropekit.apply_rotary(q, q, cos, sin)
+    for args, words in [((np.ones((2, 4, 8)), q, cos, sin), "q"), ((q, np.ones((3, 2)), cos, sin), "k"),
+                        ((q, q, cos, sin[:2]), "cos"), ((q.tolist(), q, cos, sin), "numpy array")]:
+        with pytest.raises(ropekit.ArgumentError, match=words):
+            ropekit.apply_rotary(*args)  # type: ignore[arg-type]
