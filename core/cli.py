@@ -8,6 +8,7 @@ plugin is at fault (the line names its distribution). No traceback is printed fo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import warnings
@@ -64,9 +65,19 @@ def _positive(text: str) -> int:
     return value
 
 
+_OUT: list[Any] = []
+"""The real standard output while a command runs: plugin code (imported or called) sees stderr as
+its stdout, so nothing a plugin prints can corrupt the output tools parse."""
+
+
+def _say(*parts: Any) -> None:
+    print(*parts, file=_OUT[-1] if _OUT else sys.stdout)
+
+
 def _print_json(document: Any) -> None:
-    json.dump(document, sys.stdout, indent=2, allow_nan=False)
-    sys.stdout.write("\n")
+    text = json.dumps(document, indent=2, allow_nan=False)  # fails whole before anything is written
+    stream = _OUT[-1] if _OUT else sys.stdout
+    stream.write(text + "\n")
 
 
 def _load(args: argparse.Namespace) -> Any:
@@ -82,19 +93,19 @@ def _cmd_table(args: argparse.Namespace) -> None:
         _print_json(model.to_json())
         return
     for name, table in model.tables.items():
-        print(f"{name}: rope_type={table.rope_type} head_dim={table.head_dim} rotary_dim={table.rotary_dim} "
+        _say(f"{name}: rope_type={table.rope_type} head_dim={table.head_dim} rotary_dim={table.rotary_dim} "
               f"layout={table.layout} attention_factor={table.attention_factor:.9g}"
               + (f" seq_len={table.seq_len}" if table.seq_len else ""))
         for index, value in enumerate(table.inv_freq):
-            print(f"  {index:4d}  {value:.17g}")
+            _say(f"  {index:4d}  {value:.17g}")
     _print_no_rope(model)
 
 
 def _print_no_rope(model: Any) -> None:
     for name in sorted(model.no_rope_types - set(model.tables)):
-        print(f"{name}: no RoPE" + (f" ({model.no_rope_reason})" if model.no_rope_reason else ""))
+        _say(f"{name}: no RoPE" + (f" ({model.no_rope_reason})" if model.no_rope_reason else ""))
     if model.no_rope_layers:
-        print(f"layers without RoPE: {', '.join(map(str, model.no_rope_layers))}")
+        _say(f"layers without RoPE: {', '.join(map(str, model.no_rope_layers))}")
 
 
 def _cmd_gap(args: argparse.Namespace) -> None:
@@ -106,18 +117,18 @@ def _cmd_gap(args: argparse.Namespace) -> None:
         return
     for name, layer in report["layers"].items():
         if layer.get("no_rope"):
-            print(f"{name}: no RoPE")
+            _say(f"{name}: no RoPE")
             continue
         ratio = layer["max_ratio"]
-        print(f"{name}: rope_type={layer['rope_type']}  {layer['scaled_pairs']} of {layer['pairs']} pairs differ "
+        _say(f"{name}: rope_type={layer['rope_type']}  {layer['scaled_pairs']} of {layer['pairs']} pairs differ "
               f"from plain RoPE, max ratio {ratio:.6g}" if ratio is not None else f"{name}: no rotated pairs")
         if layer["unrotated_pairs"]:
-            print(f"  {layer['unrotated_pairs']} pairs are not rotated (inv_freq 0)")
-        print(f"  {'position':>9}  {'max angle error (rad)':>22}  pairs over {ANGLE_THRESHOLD} rad")
+            _say(f"  {layer['unrotated_pairs']} pairs are not rotated (inv_freq 0)")
+        _say(f"  {'position':>9}  {'max angle error (rad)':>22}  pairs over {ANGLE_THRESHOLD} rad")
         for position, row in layer["positions"].items():
-            print(f"  {position:>9}  {row['max_angle_error']:>22.4f}  {row[f'pairs_over_{ANGLE_THRESHOLD}rad']:>5}")
+            _say(f"  {position:>9}  {row['max_angle_error']:>22.4f}  {row[f'pairs_over_{ANGLE_THRESHOLD}rad']:>5}")
     if report.get("no_rope_layers"):
-        print(f"layers without RoPE: {', '.join(map(str, report['no_rope_layers']))}")
+        _say(f"layers without RoPE: {', '.join(map(str, report['no_rope_layers']))}")
 
 
 def _cmd_inspect(args: argparse.Namespace) -> None:
@@ -131,30 +142,30 @@ def _cmd_inspect(args: argparse.Namespace) -> None:
         _print_json(document)
         return
     registry = default_registry()
-    print(f"config: {model.source}")
+    _say(f"config: {model.source}")
     if model.layer_types:
         counts = {name: model.layer_types.count(name) for name in dict.fromkeys(model.layer_types)}
-        print(f"layers: {len(model.layer_types)} ({', '.join(f'{n} x{c}' for n, c in counts.items())})")
+        _say(f"layers: {len(model.layer_types)} ({', '.join(f'{n} x{c}' for n, c in counts.items())})")
     for name, table in model.tables.items():
         scheme = registry.scheme(table.rope_type)
         owner = registry.owner(table.rope_type)
         served_by = f"{owner.distribution} {owner.version}" if owner is not None else "?"
-        print(f"\n[{name}] rope_type {table.rope_type}  ({served_by})")
-        print(f"  {scheme.doc}")
-        print(f"  head_dim {table.head_dim}, rotary_dim {table.rotary_dim}, {len(table.inv_freq)} pairs, "
+        _say(f"\n[{name}] rope_type {table.rope_type}  ({served_by})")
+        _say(f"  {scheme.doc}")
+        _say(f"  head_dim {table.head_dim}, rotary_dim {table.rotary_dim}, {len(table.inv_freq)} pairs, "
               f"attention_factor {table.attention_factor:.9g}")
         for key, value in table.params.items():
             shown = f"[{len(value)} values]" if isinstance(value, tuple) else repr(value)
-            print(f"  {key} = {shown}")
+            _say(f"  {key} = {shown}")
         if table.mrope_section:
-            print(f"  mrope_section = {list(table.mrope_section)} (interleaved: {table.mrope_interleaved})")
+            _say(f"  mrope_section = {list(table.mrope_section)} (interleaved: {table.mrope_interleaved})")
         if table.seq_len_dependent:
-            print(f"  depends on seq_len: {table.seq_len_rule}")
+            _say(f"  depends on seq_len: {table.seq_len_rule}")
         freq = table.inv_freq
-        print(f"  layout {table.layout}; inv_freq: {freq[0]:.6g} ... {freq[-1]:.6g}  "
+        _say(f"  layout {table.layout}; inv_freq: {freq[0]:.6g} ... {freq[-1]:.6g}  "
               f"(ropekit table {args.config} --json for all)")
     if model.no_rope_types - set(model.tables) or model.no_rope_layers:
-        print()
+        _say()
         _print_no_rope(model)
 
 
@@ -188,13 +199,13 @@ def _cmd_list(args: argparse.Namespace) -> None:
         return
     for row in rows:
         alias = f" (alias of {row['canonical']})" if row.get("canonical", row["rope_type"]) != row["rope_type"] else ""
-        print(f"{row['rope_type']}{alias}  [{row['status']}]  {row['distribution']} {row['version']}  {row['module']}")
+        _say(f"{row['rope_type']}{alias}  [{row['status']}]  {row['distribution']} {row['version']}  {row['module']}")
         if "problem" in row:
-            print(f"    problem: {row['problem']}")
+            _say(f"    problem: {row['problem']}")
         if "doc" in row and not alias:
-            print(f"    {row['doc']}")
+            _say(f"    {row['doc']}")
             for key in registry.scheme(row["rope_type"]).keys:
-                print(f"      {key.describe()}")
+                _say(f"      {key.describe()}")
 
 
 def _cmd_check_plugin(args: argparse.Namespace) -> int:
@@ -213,14 +224,14 @@ def _cmd_check_plugin(args: argparse.Namespace) -> int:
         _print_json({"rope_type": args.name, "distribution": ", ".join(c.distribution for c in claims),
                      "version": owner.version, "passed": passed, "checks": [r.to_json() for r in results]})
     else:
-        print(f"{args.name}  ({owner.distribution} {owner.version}, {owner.target})")
+        _say(f"{args.name}  ({owner.distribution} {owner.version}, {owner.target})")
         labels = {"pass": "PASS", "fail": "FAIL", "not_run": "NOT RUN"}
         for result in results:
-            print(f"  {labels[result.status]:<7}  {result.check}")
+            _say(f"  {labels[result.status]:<7}  {result.check}")
             if not result.passed:
-                print(f"           {result.message}")
+                _say(f"           {result.message}")
         not_run = sum(r.not_run for r in results)
-        print(f"{sum(r.passed for r in results)} passed, {sum(r.failed for r in results)} failed"
+        _say(f"{sum(r.passed for r in results)} passed, {sum(r.failed for r in results)} failed"
               + (f", {not_run} not run" if not_run else ""))
     return 0 if passed else EXIT_CHECKS_FAILED
 
@@ -236,13 +247,13 @@ def _cmd_export(args: argparse.Namespace) -> None:
         return
     for name, layer in manifest["layers"].items():
         if layer.get("no_rope"):
-            print(f"{name}: no RoPE")
+            _say(f"{name}: no RoPE")
             continue
         files = ", ".join(f"{kind} {spec['path']} {spec['shape']}" for kind, spec in layer["files"].items())
-        print(f"{name}: rope_type {layer['rope_type']}, attention_factor {layer['attention_factor']:.9g}: {files}")
+        _say(f"{name}: rope_type {layer['rope_type']}, attention_factor {layer['attention_factor']:.9g}: {files}")
         for extra in layer.get("beyond", []):
-            print(f"  seq_len {extra['seq_len']}: {extra['files']['inv_freq']['path']} ({layer['seq_len_rule']})")
-    print(f"wrote {args.out}/manifest.json and manifest.txt")
+            _say(f"  seq_len {extra['seq_len']}: {extra['files']['inv_freq']['path']} ({layer['seq_len_rule']})")
+    _say(f"wrote {args.out}/manifest.json and manifest.txt")
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
@@ -278,45 +289,45 @@ def _gguf_self_check(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(document)
     else:
-        print(f"{artifact.path}: {'RED FLAGS' if artifact.flags else 'no red flags'} (checked against itself only; "
+        _say(f"{artifact.path}: {'RED FLAGS' if artifact.flags else 'no red flags'} (checked against itself only; "
               "give CONFIG for a full audit)")
         for flag in (*artifact.flags, *artifact.rules):
-            print(f"  {flag}")
+            _say(f"  {flag}")
     return EXIT_CHECKS_FAILED if artifact.flags else 0
 
 
 def _print_audit(report: dict[str, Any]) -> None:
     artifact = report["artifact"]
-    print(f"{artifact['path']} ({artifact['kind']}{', ' + artifact['producer'] if artifact['producer'] else ''}): "
+    _say(f"{artifact['path']} ({artifact['kind']}{', ' + artifact['producer'] if artifact['producer'] else ''}): "
           f"{report['verdict'].upper().replace('_', ' ')}")
     if report["verdict"] == "no_table":
-        print(f"  {report['request']}")
+        _say(f"  {report['request']}")
     for name, layer in report["layers"].items():
         for table in layer.get("tables", []):
             regime = f" [{table['regime']}]" if table.get("regime") else ""
             declared = table["declared"]
-            print(f"[{name}]{regime} declared rope_type {declared['rope_type']} ({declared['pairs']} pairs); "
+            _say(f"[{name}]{regime} declared rope_type {declared['rope_type']} ({declared['pairs']} pairs); "
                   f"served {table['kind']} {table['dtype']} from {table['where']}")
             if table["verdict"] == "match":
-                print("  MATCH: the served table is the declared one")
+                _say("  MATCH: the served table is the declared one")
                 continue
-            print("  MISMATCH: the served table is not what the config declares")
-            print(f"  it matches: {table['served_as']}")
+            _say("  MISMATCH: the served table is not what the config declares")
+            _say(f"  it matches: {table['served_as']}")
             if "differing_pairs" in table:
-                print(f"  {table['differing_pairs']} of {table['pairs']} pairs differ from the declared table, "
+                _say(f"  {table['differing_pairs']} of {table['pairs']} pairs differ from the declared table, "
                       f"by up to {table['max_ratio']:.6g}x")
                 for position, row in table["positions"].items():
-                    print(f"  position {position:>7}: max angle error {row['max_angle_error']:.4f} rad, "
+                    _say(f"  position {position:>7}: max angle error {row['max_angle_error']:.4f} rad, "
                           f"{row['pairs_over_0.1rad']} pairs over 0.1 rad")
     for note in (*report.get("engine_rules", []), *report.get("flags", [])):
-        print(f"  note: {note}")
+        _say(f"  note: {note}")
 
 
 def _cmd_plot(args: argparse.Namespace) -> None:
     from .plot import plot
 
     plot(_load(args), args.output)
-    print(f"wrote {args.output}")
+    _say(f"wrote {args.output}")
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -430,8 +441,9 @@ def _show_warning(
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     args = _build_parser().parse_args(argv)
+    _OUT.append(sys.stdout)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):
             warnings.simplefilter("default")  # the CLI reports warnings; it never turns them into errors
             warnings.showwarning = _show_warning  # one line per warning, no source excerpt
             status = args.handler(args)
@@ -452,4 +464,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INPUT
     except BrokenPipeError:
         return 0
+    finally:
+        _OUT.pop()
     return int(status or 0)

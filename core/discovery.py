@@ -9,13 +9,18 @@ from typing import Any
 
 import attrs
 
-__all__ = ["BLOCK_ENV", "ENTRY_POINT_GROUP", "PluginInfo", "blocked_from_env", "discover"]
+__all__ = ["ALLOW_ENV", "BLOCK_ENV", "ENTRY_POINT_GROUP", "PluginInfo", "allowed_from_env", "blocked_from_env",
+           "discover"]
 
 ENTRY_POINT_GROUP = "ropekit.schemes"
 """The entry-point group plugins register in; the entry-point name is the rope_type."""
 
 BLOCK_ENV = "ROPEKIT_BLOCK"
 """Comma-separated rope_types or distribution names the user does not want loaded."""
+
+ALLOW_ENV = "ROPEKIT_ALLOW"
+"""Comma-separated distributions or rope_types that alone may serve (unset or empty: any). A
+production loader pins its plugins with it: ``ROPEKIT_ALLOW=ropekit`` serves the built-ins only."""
 
 
 @attrs.frozen
@@ -135,5 +140,14 @@ def _name_and_version(metadata_dir: str, folder: str) -> tuple[str, str]:
 
 def blocked_from_env(environ: dict[str, str] | None = None) -> frozenset[str]:
     """The names listed in ``$ROPEKIT_BLOCK`` (comma or whitespace separated)."""
-    raw = (os.environ if environ is None else environ).get(BLOCK_ENV, "")
+    return _names(BLOCK_ENV, environ)
+
+
+def allowed_from_env(environ: dict[str, str] | None = None) -> frozenset[str]:
+    """The names listed in ``$ROPEKIT_ALLOW`` (empty: no allow-list)."""
+    return _names(ALLOW_ENV, environ)
+
+
+def _names(variable: str, environ: dict[str, str] | None) -> frozenset[str]:
+    raw = (os.environ if environ is None else environ).get(variable, "")
     return frozenset(raw.replace(",", " ").split())

@@ -31,9 +31,31 @@ def plot(model: ModelRope, path: str | os.PathLike[str], *, title: str | None = 
             f"ropekit plot needs matplotlib, which is not installed: pip install 'ropekit[plot]' ({error})"
         ) from error
 
+    target = os.fspath(path)
+    parent = os.path.dirname(os.path.abspath(target))
+    if not os.path.isdir(parent):
+        raise ArgumentError("path", f"{target}: its folder {parent} does not exist")
+    extension = os.path.splitext(target)[1].lower().lstrip(".")
+    formats = sorted(plt.figure().canvas.get_supported_filetypes())
+    plt.close("all")
+    if extension not in formats:
+        raise ArgumentError("path", f"{target}: unknown image type {extension or '(none)'!r}; valid: "
+                            f"{', '.join(formats)}")
     if not model.tables:
         raise ArgumentError("config", f"the model applies no RoPE ({model.no_rope_reason or 'no layer type rotates'}); "
                             "there is nothing to plot")
+    if len(model.tables) > 16:
+        raise ArgumentError("config", f"{len(model.tables)} layer types with RoPE; a plot shows at most 16")
+    try:
+        with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):  # config text is not markup
+            _draw(plt, model, target, title)
+    except OSError as error:
+        raise ArgumentError("path", f"{target}: cannot write: {error.strerror or error}") from None
+    finally:
+        plt.close("all")
+
+
+def _draw(plt: Any, model: ModelRope, target: str, title: str | None) -> None:
     columns = len(model.tables)
     figure, axes = plt.subplots(2, columns, figsize=(6.4 * columns, 7.2), squeeze=False, sharex="col")
     for column, (name, table) in enumerate(model.tables.items()):
@@ -63,5 +85,5 @@ def plot(model: ModelRope, path: str | os.PathLike[str], *, title: str | None = 
         bottom.grid(True, which="major", alpha=0.3)
     figure.suptitle(title or f"ropekit: {model.source}", fontsize=10)
     figure.tight_layout()
-    figure.savefig(os.fspath(path), dpi=110)
+    figure.savefig(target, dpi=110)
     plt.close(figure)

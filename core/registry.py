@@ -22,7 +22,7 @@ import attrs
 import pluggy
 
 from . import hookspecs
-from .discovery import ENTRY_POINT_GROUP, PluginInfo, blocked_from_env, discover
+from .discovery import ENTRY_POINT_GROUP, PluginInfo, allowed_from_env, blocked_from_env, discover
 from .errors import (
     DeclarationError,
     DuplicateSchemeError,
@@ -69,13 +69,23 @@ class Registry:
     ``block`` names rope_types or distributions that must not be loaded; unless ``read_env`` is
     false, ``$ROPEKIT_BLOCK`` adds to it. Blocking a distribution also resolves a conflict: when
     two distributions claim a rope_type, blocking all but one serves the one left.
+
+    ``allow`` (and ``$ROPEKIT_ALLOW``) pins the distributions or rope_types that may serve at all;
+    ``"ropekit"`` names the built-ins. Installing a plugin runs its code in this process when its
+    rope_type is first used: an allow-list is how a production loader keeps that set fixed.
     """
 
     def __init__(
-        self, *, block: Iterable[str] = (), read_env: bool = True, group: str = ENTRY_POINT_GROUP
+        self,
+        *,
+        block: Iterable[str] = (),
+        allow: Iterable[str] | None = None,
+        read_env: bool = True,
+        group: str = ENTRY_POINT_GROUP,
     ) -> None:
         self._group = group
         self._blocked = frozenset(block) | (blocked_from_env() if read_env else frozenset())
+        self._allowed = frozenset(allow or ()) | (allowed_from_env() if read_env else frozenset())
         self._lock = threading.RLock()
         self._discovered: dict[str, tuple[PluginInfo, ...]] | None = None
         self._local: dict[str, tuple[object, PluginInfo]] = {}
@@ -186,6 +196,9 @@ class Registry:
             return f"rope_type {info.rope_type!r} is blocked (ROPEKIT_BLOCK or Registry(block=...))"
         if info.distribution in self._blocked:
             return f"distribution {info.distribution} is blocked (ROPEKIT_BLOCK or Registry(block=...))"
+        if self._allowed and info.distribution not in self._allowed and info.rope_type not in self._allowed:
+            return (f"distribution {info.distribution} is not in the allow-list ({', '.join(sorted(self._allowed))}; "
+                    "ROPEKIT_ALLOW or Registry(allow=...))")
         return ""
 
     def _unknown(self, rope_type: str, path: str) -> UnknownRopeTypeError:

@@ -41,6 +41,7 @@ __all__ = [
     "check_entry_point",
     "check_examples",
     "check_extreme_values",
+    "check_minimal_configs",
     "check_no_mutation",
     "check_rejects_bad_input",
     "check_seq_len_thresholds",
@@ -423,6 +424,53 @@ def check_seq_len_thresholds(rope_type: str, *, registry: Registry | None = None
                 raise _fail(rope_type, check, f"at seq_len {length}: " + "; ".join(problems))
 
 
+def _minimal_variants(config: Mapping[str, Any], where: list[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The config shapes real models have that a probe with every key set never exercises."""
+    bare = copy.deepcopy(dict(config))
+    for key in ("max_position_embeddings", "original_max_position_embeddings"):
+        bare.pop(key, None)
+    yield "no max_position_embeddings", bare
+    partial = copy.deepcopy(dict(config))
+    partial["partial_rotary_factor"] = 0.5
+    yield "partial_rotary_factor 0.5", partial
+    block: Any = config
+    for part in where:
+        block = block.get(part, {}) if isinstance(block, Mapping) else {}
+    if where and where[0] in ("rope_scaling", "rope_parameters") and len(where) == 1 and isinstance(block, Mapping):
+        nested = copy.deepcopy(dict(config))
+        nested.pop(where[0], None)
+        nested["rope_parameters"] = {"full_attention": copy.deepcopy(dict(block)),
+                                     "sliding_attention": {"rope_type": "default"}}
+        nested["layer_types"] = ["sliding_attention", "full_attention"]
+        nested["num_hidden_layers"] = 2
+        yield "nested per layer type", nested
+
+
+def check_minimal_configs(rope_type: str, *, registry: Registry | None = None) -> None:
+    """Configs as real models write them (no max_position_embeddings, partial rotary, parameters
+    nested per layer type) give a valid table or a RopeConfigError naming a key: never an exception
+    from the plugin's own code (its ``check``, ``switch_at``, ``landmarks`` or builder)."""
+    registry = registry or default_registry()
+    check = "minimal_configs"
+    scheme, example, where = _first_example(rope_type, check, registry)
+    for what, config in _minimal_variants(example.config, where):
+        try:
+            model = load(config, registry=registry)
+            for table in model.tables.values():
+                if table.rope_type != scheme.name:
+                    continue
+                lengths = ((table.switch_at or 0) + 1,) if table.seq_len_dependent else ()
+                for candidate in (table, *(table.at(length) for length in lengths)):
+                    problems = list(_table_problems(candidate, scheme))
+                    if problems:
+                        raise _fail(rope_type, check, f"with {what}: " + "; ".join(problems))
+        except RopeConfigError:
+            continue
+        except RopekitError as error:
+            raise _fail(rope_type, check, f"with {what}, the plugin fails instead of refusing the config: "
+                        f"{error}") from error
+
+
 CheckFunction = Callable[..., None]
 
 _CHECK_FUNCTIONS: dict[str, CheckFunction] = {
@@ -433,6 +481,7 @@ _CHECK_FUNCTIONS: dict[str, CheckFunction] = {
     "no_mutation": check_no_mutation,
     "rejects_bad_input": check_rejects_bad_input,
     "extreme_values": check_extreme_values,
+    "minimal_configs": check_minimal_configs,
     "seq_len_thresholds": check_seq_len_thresholds,
 }
 CHECKS: tuple[str, ...] = tuple(_CHECK_FUNCTIONS)

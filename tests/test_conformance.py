@@ -143,3 +143,15 @@ def test_unbounded_key_that_overflows_fails_extreme_values(make_dist: MakeDist) 
     failed = _failed("fragile", Registry(read_env=False))
     assert set(failed) == {"extreme_values"}
     assert "divisor=1000000000000.0 is declared valid but" in failed["extreme_values"]
+
+
+def test_a_plugin_that_needs_max_positions_but_does_not_say_so_fails(make_dist: MakeDist) -> None:
+    """Its switch_at reads max_position_embeddings, which real configs may omit: a traceback for the
+    user unless the suite catches it (its examples all carry max_position_embeddings)."""
+    source = _seq_plugin("greedy").replace('switch_at=lambda p, g: p["original"]',
+                                           'switch_at=lambda p, g: g.max_position_embeddings // 2')
+    source = source.replace('{"head_dim": 4, ', '{"head_dim": 4, "max_position_embeddings": 128, ')
+    make_dist("ropekit-greedy", {"greedy": "greedy_plugin"}, {"greedy_plugin": source})
+    failed = _failed("greedy", Registry(read_env=False))
+    assert "minimal_configs" in failed and "no max_position_embeddings" in failed["minimal_configs"]
+    assert "switch_at() raised TypeError" in failed["minimal_configs"]

@@ -102,3 +102,108 @@ def test_c_reader_needs_no_scheme_code(tmp_path: Path, config: Any, layout: Any)
         pairs = len(table.inv_freq)
         np.testing.assert_allclose([c for c, _ in rows[name]], cos[0, :pairs], atol=1e-12)
         np.testing.assert_allclose([s for _, s in rows[name]], sin[0, :pairs], atol=1e-12)
+
+
+# --- attacks: an export never escapes its folder, never mixes two exports, never trusts text ------
+
+HOSTILE_NAMES = ["../../escape", "/abs/path", "x", "./x", "X", "a\nlayer evil rope_type default pairs 1 inv_freq x",
+                 "tab\tand space", "é" * 300, "nul\0byte", "con"]
+
+
+def _hostile_model() -> ropekit.ModelRope:
+    blocks = {name: {"rope_type": "default", "rope_theta": 1e4 + i} for i, name in enumerate(HOSTILE_NAMES)}
+    return ropekit.load({"head_dim": 8, "rope_parameters": blocks})
+
+
+def test_layer_names_never_become_paths(tmp_path: Path) -> None:
+    out = tmp_path / "sub" / "export"
+    manifest = export(_hostile_model(), out)
+    written = sorted(p.name for p in out.iterdir())
+    assert all(p.parent == out for p in out.iterdir())  # nothing outside, no subfolders
+    assert not (tmp_path / "escape").exists() and not Path("/abs/path.inv_freq.f64").exists()
+    stems = {spec["files"]["inv_freq"]["path"] for spec in manifest["layers"].values()}
+    assert len(stems) == len(HOSTILE_NAMES)  # unique, and unique ignoring case
+    assert len({name.lower() for name in written}) == len(written)
+    assert all(len(name) < 80 for name in written)
+    assert set(manifest["layers"]) == set(HOSTILE_NAMES)  # the names survive as data
+    lines = [line for line in (out / "manifest.txt").read_text().splitlines() if not line.startswith("#")]
+    assert len(lines) == len(HOSTILE_NAMES)  # one record per layer type: no forged lines
+    for name, spec in manifest["layers"].items():
+        digest = hashlib.sha256((out / spec["files"]["inv_freq"]["path"]).read_bytes()).hexdigest()
+        assert digest == spec["files"]["inv_freq"]["sha256"], name
+
+
+@pytest.mark.parametrize("setup", ["file", "foreign", "symlink"])
+def test_out_must_be_absent_empty_or_a_previous_export(tmp_path: Path, setup: str) -> None:
+    out = tmp_path / "out"
+    if setup == "file":
+        out.write_text("precious")
+    elif setup == "foreign":
+        out.mkdir()
+        (out / "notes.txt").write_text("precious")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        out.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ropekit.ArgumentError, match="directory"):
+        export(ropekit.load(SEED_CONFIG), out)
+    assert list((tmp_path / "elsewhere").iterdir()) == [] if setup == "symlink" else True
+    if setup == "foreign":
+        assert (out / "notes.txt").read_text() == "precious" and len(list(out.iterdir())) == 1
+
+
+def test_re_export_replaces_the_previous_one_whole(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    export(ropekit.load(PHI3), out, positions=8)
+    export(ropekit.load(SEED_CONFIG), out)  # a previous export may be replaced
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["layers"]["full_attention"]["rope_type"] == "llama3"
+    referenced = {spec["path"] for layer in manifest["layers"].values() for spec in layer["files"].values()}
+    referenced |= {spec["npy"] for layer in manifest["layers"].values() for spec in layer["files"].values()}
+    assert {p.name for p in out.iterdir()} == referenced | {"manifest.json", "manifest.txt"}  # no stale files
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no staging folders left behind
+
+
+def test_a_failed_export_leaves_the_old_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    export(ropekit.load(SEED_CONFIG), out)
+    before = (out / "manifest.json").read_text()
+
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt  # killed mid-export
+
+    monkeypatch.setattr(ropekit.export, "_write", boom)
+    with pytest.raises(KeyboardInterrupt):
+        export(ropekit.load(PHI3), out)
+    assert (out / "manifest.json").read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_cli_bad_out_and_positions_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "file").write_text("x")
+    for args in (["--out", str(tmp_path / "file")], ["--out", str(tmp_path / "new"), "--positions", str(2**40)]):
+        assert main(["export", str(SEED_CONFIG), *args]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and ("--out" in err or "--positions" in err)
+    assert not (tmp_path / "new").exists()
+
+
+def test_c_reader_rejects_a_malformed_or_lying_manifest(tmp_path: Path) -> None:
+    compiler = _compiler()
+    if compiler is None:
+        pytest.skip("no C compiler")
+    binary = tmp_path / "rope_reader"
+    subprocess.run([compiler, "-O2", "-std=c99", "-Wall", "-Werror", "-D_POSIX_C_SOURCE=200809L", "-o", str(binary),
+                    str(READER), "-lm"], check=True)
+    out = tmp_path / "export"
+    export(ropekit.load(SEED_CONFIG), out, positions=16)
+    assert subprocess.run([str(binary), str(out), "3"], capture_output=True, check=False).returncode == 0
+    text = (out / "manifest.txt").read_text()
+    for forged in (text.replace("inv_freq 00", "inv_freq ../00"), text.replace("pairs 32", "pairs 32x"),
+                   text + "layer evil pairs\n", text.replace("pairs 32", "pairs 64")):
+        (out / "manifest.txt").write_text(forged)
+        result = subprocess.run([str(binary), str(out), "3"], capture_output=True, text=True, check=False)
+        assert result.returncode == 2, forged
+    (out / "manifest.txt").write_text(text)
+    inv = next(out.glob("*.inv_freq.f64"))
+    inv.write_bytes(inv.read_bytes() + b"\0")  # a trailing byte: the table is not what the manifest says
+    assert subprocess.run([str(binary), str(out), "3"], capture_output=True, check=False).returncode == 2

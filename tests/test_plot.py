@@ -9,6 +9,7 @@ import pytest
 
 import ropekit
 from ropekit.cli import main
+from ropekit.plot import plot
 
 SEED_CONFIG = Path(__file__).parent.parent / "core" / "sample_configs" / "llama-3.2-1b-instruct.json"
 
@@ -29,3 +30,16 @@ def test_plot_without_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert main(["plot", str(SEED_CONFIG), "-o", str(tmp_path / "x.png")]) == 2
     err = capsys.readouterr().err
     assert "pip install 'ropekit[plot]'" in err and err.count("\n") == 1
+
+
+def test_config_text_is_never_markup_and_the_output_path_is_checked(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="plot needs the plot extra")
+    config = {"head_dim": 16, "rope_parameters": {"$\\frac{1}{0}$": {"rope_type": "default"},
+                                                  "x^{2}_$": {"rope_type": "linear", "factor": 2.0}}}
+    model = ropekit.load(config)
+    plot(model, tmp_path / "ok.png")
+    assert (tmp_path / "ok.png").stat().st_size > 1000
+    with pytest.raises(ropekit.ArgumentError, match="does not exist"):
+        plot(model, tmp_path / "missing" / "x.png")
+    with pytest.raises(ropekit.ArgumentError, match="unknown image type 'xyz'"):
+        plot(model, tmp_path / "x.xyz")

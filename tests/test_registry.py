@@ -286,3 +286,33 @@ def test_pluggy_is_the_plugin_manager(registry: Registry) -> None:
     assert manager.get_plugin("llama3") is sys.modules["ropekit.plugins.llama3"]
     blocked = Registry(block=["yarn"], read_env=False)
     assert blocked._manager.is_blocked("yarn")
+
+
+def test_allow_list_pins_who_may_serve(make_dist: MakeDist, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_dist("ropekit-halve", {"halve": "halve_plugin"}, {"halve_plugin": plugin_source("halve")})
+    pinned = Registry(allow=["ropekit"], read_env=False)
+    with pytest.raises(ropekit.PluginBlockedError, match="not in the allow-list"):
+        ropekit.load(CONFIG, registry=pinned)
+    assert "halve_plugin" not in sys.modules  # refused before any of its code ran
+    assert ropekit.load({"head_dim": 64}, registry=pinned).table.rope_type == "default"
+    assert ropekit.load(CONFIG, registry=Registry(allow=["ropekit", "ropekit-halve"], read_env=False)).table
+    monkeypatch.setenv("ROPEKIT_ALLOW", "ropekit")
+    with pytest.raises(ropekit.PluginBlockedError):
+        Registry().scheme("halve")
+
+
+def test_a_chatty_plugin_cannot_corrupt_json_output(make_dist: MakeDist, tmp_path: Any) -> None:
+    import json
+    import subprocess
+
+    source = "print('hello from import')\n" + plugin_source("halve").replace(
+        "def build(params, geometry, seq_len):", "def build(params, geometry, seq_len):\n    print('hello from build')")
+    site = make_dist("ropekit-chatty", {"halve": "chatty_plugin"}, {"chatty_plugin": source}).parent
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(CONFIG))
+    env = {**__import__("os").environ, "PYTHONPATH": str(site)}
+    result = subprocess.run([sys.executable, "-m", "ropekit", "table", str(config), "--json"], capture_output=True,
+                            text=True, env=env, check=False, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["layers"]["full_attention"]["rope_type"] == "halve"
+    assert "hello from import" in result.stderr and "hello from build" in result.stderr

@@ -5,6 +5,9 @@
  *   ropekit export config.json --out export/ --positions 4096
  *   ./rope_reader export/ 4000
  *
+ * The manifest is checked before anything is trusted: malformed records, file names that would leave
+ * the export folder, and table files whose size differs from the manifest are refused (exit 2).
+ *
  * For every layer type in export/manifest.txt it reads the float64 inv_freq table and the
  * attention factor, computes cos/sin at POSITION in double precision (angles reduced in float64),
  * and, when the export carries a float32 cos/sin cache, checks the cached row against them.
@@ -43,6 +46,22 @@ static void swap_bytes(void *data, size_t count, size_t width) {
         }
 }
 
+/* A file name from the manifest must stay inside the export: no '/', no '\\', no leading '.'. */
+static int safe_name(const char *name) {
+    return name[0] && name[0] != '.' && !strchr(name, '/') && !strchr(name, '\\');
+}
+
+/* The size of dir/name in bytes, or -1. */
+static long file_size(const char *dir, const char *name) {
+    char path[2 * MAX_PATH + 2];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *file = fopen(path, "rb");
+    if (!file) return -1;
+    long size = fseek(file, 0, SEEK_END) == 0 ? ftell(file) : -1;
+    fclose(file);
+    return size;
+}
+
 /* Read `count` little-endian values of `width` bytes from dir/name at element offset `offset`. */
 static int read_le(const char *dir, const char *name, long offset, void *out, size_t count, size_t width) {
     char path[2 * MAX_PATH + 2];
@@ -59,24 +78,62 @@ static int read_le(const char *dir, const char *name, long offset, void *out, si
     return 0;
 }
 
+/* A whole positive decimal integer no larger than `most`, else -1. */
+static long parse_count(const char *value, long most) {
+    char *end = NULL;
+    long parsed = strtol(value, &end, 10);
+    return (end && !*end && parsed > 0 && parsed <= most) ? parsed : -1;
+}
+
+static int copy_token(char *to, size_t size, const char *value) {
+    if (strlen(value) >= size) return -1;
+    memcpy(to, value, strlen(value) + 1);
+    return 0;
+}
+
+/* One manifest record; -1 for a malformed one (unknown keys are skipped for forward compatibility). */
 static int parse_line(char *line, struct layer *layer) {
     memset(layer, 0, sizeof *layer);
     char *save = NULL, *key = strtok_r(line, " \t\n", &save);
-    while (key) {
+    int bad = 0;
+    while (key && !bad) {
         char *value = strtok_r(NULL, " \t\n", &save);
         if (!value) return -1;
-        if (!strcmp(key, "layer")) snprintf(layer->name, sizeof layer->name, "%s", value);
-        else if (!strcmp(key, "pairs")) layer->pairs = strtol(value, NULL, 10);
-        else if (!strcmp(key, "attention_factor")) layer->attention_factor = strtod(value, NULL);
-        else if (!strcmp(key, "inv_freq")) snprintf(layer->inv_freq, sizeof layer->inv_freq, "%s", value);
-        else if (!strcmp(key, "positions")) layer->positions = strtol(value, NULL, 10);
-        else if (!strcmp(key, "cache_dtype")) snprintf(layer->cache_dtype, sizeof layer->cache_dtype, "%s", value);
-        else if (!strcmp(key, "layout")) snprintf(layer->layout, sizeof layer->layout, "%s", value);
-        else if (!strcmp(key, "cos")) snprintf(layer->cos, sizeof layer->cos, "%s", value);
-        else if (!strcmp(key, "sin")) snprintf(layer->sin, sizeof layer->sin, "%s", value);
+        if (!strcmp(key, "layer")) bad = copy_token(layer->name, sizeof layer->name, value);
+        else if (!strcmp(key, "pairs")) bad = (layer->pairs = parse_count(value, 1L << 20)) < 0;
+        else if (!strcmp(key, "attention_factor")) {
+            char *end = NULL;
+            layer->attention_factor = strtod(value, &end);
+            bad = !end || *end || !(layer->attention_factor > 0) || !isfinite(layer->attention_factor);
+        }
+        else if (!strcmp(key, "inv_freq")) bad = copy_token(layer->inv_freq, sizeof layer->inv_freq, value);
+        else if (!strcmp(key, "positions")) bad = (layer->positions = parse_count(value, 1L << 32)) < 0;
+        else if (!strcmp(key, "cache_dtype")) bad = copy_token(layer->cache_dtype, sizeof layer->cache_dtype, value);
+        else if (!strcmp(key, "layout")) bad = copy_token(layer->layout, sizeof layer->layout, value);
+        else if (!strcmp(key, "cos")) bad = copy_token(layer->cos, sizeof layer->cos, value);
+        else if (!strcmp(key, "sin")) bad = copy_token(layer->sin, sizeof layer->sin, value);
         key = strtok_r(NULL, " \t\n", &save);
     }
-    return layer->pairs > 0 && layer->inv_freq[0] ? 0 : -1;
+    if (bad || layer->pairs <= 0 || !layer->name[0] || !safe_name(layer->inv_freq)) return -1;
+    if (layer->cos[0] && (!safe_name(layer->cos) || !safe_name(layer->sin) || layer->positions <= 0)) return -1;
+    return 0;
+}
+
+/* The files hold exactly what the manifest says: a truncated or padded table is refused. */
+static int check_sizes(const char *dir, const struct layer *layer) {
+    if (file_size(dir, layer->inv_freq) != layer->pairs * 8) {
+        fprintf(stderr, "rope_reader: %s/%s does not hold %ld float64 values\n", dir, layer->inv_freq, layer->pairs);
+        return -1;
+    }
+    if (layer->cos[0]) {
+        long width = !strcmp(layer->cache_dtype, "float64") ? 8 : !strcmp(layer->cache_dtype, "float16") ? 2 : 4;
+        long want = layer->positions * 2 * layer->pairs * width;
+        if (file_size(dir, layer->cos) != want || file_size(dir, layer->sin) != want) {
+            fprintf(stderr, "rope_reader: the cos/sin caches of %s are not %ld bytes each\n", layer->name, want);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static int serve(const char *dir, const struct layer *layer, long position) {
@@ -123,12 +180,16 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/manifest.txt", argv[1]);
     FILE *manifest = fopen(path, "r");
     if (!manifest) { fprintf(stderr, "rope_reader: cannot open %s\n", path); return 2; }
-    long position = strtol(argv[2], NULL, 10);
+    char *end = NULL;
+    long position = strtol(argv[2], &end, 10);
+    if (!end || *end || position < 0) { fprintf(stderr, "rope_reader: POSITION must be a non-negative integer\n"); return 2; }
     int layers = 0, status = 0;
     while (fgets(line, sizeof line, manifest)) {
         struct layer layer;
+        if (!strchr(line, '\n')) { fprintf(stderr, "rope_reader: manifest line too long\n"); status = 2; break; }
         if (line[0] == '#' || line[0] == '\n') continue;
         if (parse_line(line, &layer)) { fprintf(stderr, "rope_reader: bad manifest line\n"); status = 2; break; }
+        if (check_sizes(argv[1], &layer)) { status = 2; break; }
         if (serve(argv[1], &layer, position)) { status = 1; break; }
         layers++;
     }
