@@ -167,3 +167,13 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(SystemExit) as stopped:
         main(["audit", str(SEED_CONFIG), "--served", str(tmp_path / "good.npy"), "--rtol", "nan"])
     assert stopped.value.code == 2
+
+
+def test_a_fifo_as_served_is_refused_without_opening_it(tmp_path: Path) -> None:
+    import os
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("needs a POSIX FIFO")
+    os.mkfifo(tmp_path / "served.npy")
+    with pytest.raises(ropekit.ArgumentError, match="not a regular file"):
+        read_artifact(tmp_path / "served.npy")
