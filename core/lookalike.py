@@ -8,6 +8,8 @@ positions at all.
 
 from __future__ import annotations
 
+import collections
+import functools
 import unicodedata
 from collections.abc import Iterable
 
@@ -29,6 +31,8 @@ _ROPE_WORDS = ("rope", "rotary", "nope", "rotat")
 def canonical(name: str) -> str:
     """``name`` folded for comparison: NFKC, confusable letters to Latin, case-folded, separators
     to ``_``, surrounding whitespace and invisible characters dropped."""
+    if name.isascii() and name.isprintable():  # the usual case: no normalisation to do
+        return name.strip().lower().translate(_CONFUSABLES).strip("_")
     folded = unicodedata.normalize("NFKC", name)
     folded = "".join(char for char in folded if unicodedata.category(char) not in ("Cf", "Cc", "Zs") or char == " ")
     return folded.strip().casefold().translate(_CONFUSABLES).strip("_")
@@ -48,17 +52,29 @@ def near_miss(name: str, known: Iterable[str], *, distance: int = 2) -> str | No
     """
     folded = canonical(name)
     best: tuple[int, str] | None = None
-    for candidate in known:
+    for candidate, other in _folded(tuple(known)):
         if candidate == name:
             return None
-        other = canonical(candidate)
         if other == folded:
             return candidate
-        if len(candidate) >= 8 and abs(len(other) - len(folded)) <= distance:
+        comparable = len(candidate) >= 8 and abs(len(other) - len(folded)) <= distance
+        if comparable and _letters_close(folded, other, distance):
             edits = _edit_distance(folded, other, distance)
             if edits <= distance and (best is None or edits < best[0]):
                 best = (edits, candidate)
     return best[1] if best else None
+
+
+@functools.lru_cache(maxsize=8)
+def _folded(known: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((candidate, canonical(candidate)) for candidate in known)
+
+
+def _letters_close(a: str, b: str, distance: int) -> bool:
+    """A cheap necessary condition: ``distance`` edits change at most ``2 * distance`` letter counts."""
+    counts = collections.Counter(a)
+    counts.subtract(b)
+    return sum(abs(value) for value in counts.values()) <= 2 * distance
 
 
 def _edit_distance(a: str, b: str, limit: int) -> int:

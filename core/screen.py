@@ -10,6 +10,7 @@ silence: a misspelt ``rope_scaling`` read by nobody is the seed's defect.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -69,6 +70,7 @@ def _problems(config: Mapping[str, Any]) -> Iterator[tuple[str, str, tuple[bool,
                         "so the table would ignore it")
 
 
+@functools.lru_cache(maxsize=4096)
 def _problem(name: object) -> tuple[bool, str] | None:
     """``(always_refused, message)`` for a key that must not pass silently, else ``None``."""
     if not isinstance(name, str) or name in READ_KEYS or name in UNRELATED_KEYS:
