@@ -25,7 +25,7 @@ EXIT_PLUGIN = 3
 
 _FLAGS = {"served": "--served", "sin": "--sin", "layer_type": "--layer-type", "layout": "--layout",
           "positions": "--positions", "seq_len": "--seq-len", "dtype": "--dtype", "directory": "--out",
-          "rtol": "--rtol", "n_ctx": "--n-ctx",
+          "rtol": "--rtol", "n_ctx": "--n-ctx", "paths": "PATH", "supports": "--supports",
           "path": "--output", "config": "CONFIG"}
 """Library argument names, as the command line spells them."""
 
@@ -323,6 +323,58 @@ def _print_audit(report: dict[str, Any]) -> None:
         _say(f"  note: {note}")
 
 
+def _cmd_scan(args: argparse.Namespace) -> int:
+    from .scan import scan, summarize
+
+    supports = args.supports
+    rows = []
+    progress = sys.stderr.isatty() and not args.json
+    for row in scan(args.paths, supports=supports, audit=args.audit, jobs=args.jobs, strict=not args.lenient):
+        rows.append(row)
+        if args.json:
+            _say(json.dumps(row.to_json(), allow_nan=False))
+        if progress and len(rows) % 50 == 0:
+            print(f"\rropekit scan: {len(rows)} models...", end="", file=sys.stderr, flush=True)
+    if progress and len(rows) >= 50:
+        print("\r" + " " * 40 + "\r", end="", file=sys.stderr, flush=True)
+    summary = summarize(rows)
+    if args.json:
+        _say(json.dumps({"summary": summary}))
+    else:
+        _print_scan(rows, summary)
+    return 0 if all(row.status == "ok" for row in rows) else EXIT_CHECKS_FAILED
+
+
+def _print_scan(rows: list[Any], summary: dict[str, Any]) -> None:
+    def types(row: Any) -> str:
+        parts = []
+        for name, layer in row.layers.items():
+            if name == "no_rope_layers":
+                parts.append(f"{len(layer)} NoPE layers")
+            elif isinstance(layer, dict):
+                parts.append(f"{name}={layer.get('rope_type', 'no RoPE')}")
+        return ", ".join(parts) or "-"
+
+    table = [(row.status, row.model_type or "-", types(row), row.path, row.reason) for row in rows]
+    widths = [max([len(heading)] + [len(line[i]) for line in table]) for i, heading in
+              enumerate(("STATUS", "MODEL_TYPE", "LAYERS"))]
+    _say(f"{'STATUS':<{widths[0]}}  {'MODEL_TYPE':<{widths[1]}}  {'LAYERS':<{widths[2]}}  PATH")
+    for status, model_type, layers, path, reason in table:
+        _say(f"{status:<{widths[0]}}  {model_type:<{widths[1]}}  {layers:<{widths[2]}}  {path}")
+        if reason:
+            _say(f"{'':<{widths[0]}}  {reason}")
+    counts = ", ".join(f"{count} {status}" for status, count in summary["status"].items())
+    kinds = ", ".join(f"{name} {count}" for name, count in summary["rope_types"].items())
+    _say(f"{summary['models']} models: {counts or 'none found'}" + (f"; rope_types: {kinds}" if kinds else ""))
+
+
+def _supports(text: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated rope_types, got {text!r}")
+    return names
+
+
 def _cmd_plot(args: argparse.Namespace) -> None:
     from .plot import plot
 
@@ -406,6 +458,24 @@ def _build_parser() -> argparse.ArgumentParser:
                           "model's family uses, neox for most)")
     exporter.add_argument("--seq-len", dest="seq_lens", type=_positive, action="append", default=[], metavar="N",
                           help="for seq-len-dependent schemes, also write the table at N (repeatable)")
+
+    scanner = commands.add_parser(
+        "scan", help="Scan folders of models: what each declares, and which a forward would mis-serve.",
+        description="Walk PATHs for models (folders with config.json, Hugging Face hub-cache snapshots, ONNX packs, "
+        ".gguf files) and report, one row per model, what it declares per layer type, the plugin that serves it, and "
+        "a status: ok, refused, unregistered, unsupported (with --supports), mismatch (with --audit), plugin_error. "
+        "A bad model never stops the scan; nothing is written. Exit 0 all ok, 1 some model is not, 2 bad arguments.",
+    )
+    scanner.add_argument("paths", nargs="+", metavar="PATH", help="folders to walk, or config.json/.gguf files")
+    scanner.add_argument("--supports", type=_supports, metavar="TYPE,...",
+                         help="the rope_types a forward serves (aliases understood: su is longrope, mrope is default);"
+                         " models declaring any other are 'unsupported'")
+    scanner.add_argument("--audit", action="store_true",
+                         help="also audit the ONNX packs and GGUFs found beside each config (needs ropekit[onnx,gguf])")
+    scanner.add_argument("--jobs", type=_positive, default=1, metavar="N", help="audits run N at a time")
+    scanner.add_argument("--json", action="store_true", help="JSON Lines: one object per model, then a summary")
+    scanner.add_argument("--lenient", action="store_true", help="warn about unknown keys instead of refusing")
+    scanner.set_defaults(handler=_cmd_scan)
 
     listing = commands.add_parser("list", help="List installed rope_types with distribution, version and status.",
                                   description="List installed rope_types with distribution, version and status.")
