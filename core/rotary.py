@@ -11,6 +11,9 @@ a few ulps.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import threading
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -20,15 +23,20 @@ from .errors import ArgumentError, ArgumentTypeError
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["LAYOUTS", "MAX_ANGLE", "Layout", "apply_rotary", "cos_sin", "max_position"]
+__all__ = ["LAYOUTS", "MAX_ANGLE", "CacheLayout", "Layout", "Plan", "apply_rotary", "cos_sin", "max_position"]
 
 Layout = Literal["neox", "gptj"]
-"""``neox``: rotate-half, ``cos = [c_0..c_{P-1}, c_0..c_{P-1}]`` (transformers' Llama and most
-models). ``gptj``: interleaved pairs, ``cos = [c_0, c_0, c_1, c_1, ...]`` (GPT-J, some converters)."""
-LAYOUTS: tuple[str, ...] = ("neox", "gptj")
+"""How a model pairs channels. ``neox``: rotate-half, ``cos = [c_0..c_{P-1}, c_0..c_{P-1}]``
+(transformers' Llama and most models). ``gptj``: interleaved pairs, ``cos = [c_0, c_0, c_1, c_1, ...]``
+(GPT-J, GLM, Llama-4)."""
+CacheLayout = Literal["neox", "gptj", "half"]
+"""A cos/sin cache's columns: a pairing's full width, or ``half``: ``[c_0..c_{P-1}]``, one column
+per pair (vLLM, onnxruntime-genai); :func:`apply_rotary` then needs the pairing."""
+LAYOUTS: tuple[str, ...] = ("neox", "gptj", "half")
 
 _BLOCK = 256  # positions per inner block (the r table); 256 x pairs float64 stays in cache
 _CHUNK_BLOCKS = 8  # blocks combined per numpy call: temporaries of 8 * 256 * pairs float64
+_DIRECT = 4  # runs this short skip the tables: a few transcendentals beat building a base row
 
 
 MAX_ANGLE = float(1 << 32)
@@ -72,7 +80,21 @@ def _as_positions(positions: Any, limit: int) -> tuple[int, int] | npt.NDArray[n
     return array.astype(np.int64, copy=False)
 
 
+_CHECKED_DTYPES: dict[Any, np.dtype[Any]] = {}
+
+
 def _out_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
+    try:
+        return _CHECKED_DTYPES[dtype]
+    except (KeyError, TypeError):
+        pass
+    chosen = _check_dtype(dtype)
+    with contextlib.suppress(TypeError):  # an unhashable dtype spec is checked every time
+        _CHECKED_DTYPES[dtype] = chosen
+    return chosen
+
+
+def _check_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
     if isinstance(dtype, str) and dtype == "bfloat16":
         try:
             import ml_dtypes
@@ -107,106 +129,191 @@ def _checked_out(out: Any, shape: tuple[int, int], dtype: np.dtype[Any]) -> tupl
     return out[0], out[1]
 
 
+class Plan:
+    """What cos/sin needs that depends only on a table: its checked frequencies, the position
+    bound, and the 256-position offset tables (built on first use, per work dtype).
+
+    Shared safely between threads: the tables are computed at most a few times and never mutated.
+    :meth:`RopeTable.cos_sin <ropekit.RopeTable.cos_sin>` keeps one per table.
+    """
+
+    __slots__ = ("_local", "_offsets", "factor", "freq", "limit")
+
+    def __init__(self, inv_freq: npt.NDArray[np.float64], attention_factor: float) -> None:
+        freq = np.ascontiguousarray(inv_freq, dtype=np.float64)
+        if freq.ndim != 1 or not np.all(np.isfinite(freq)) or np.any(freq < 0):
+            raise ArgumentError("inv_freq", "expected a 1-D array of finite non-negative frequencies")
+        factor = float(attention_factor)
+        if not np.isfinite(factor):
+            raise ArgumentError("attention_factor", f"expected a finite number, got {attention_factor!r}")
+        self.freq, self.factor, self.limit = freq, factor, max_position(freq)
+        self._offsets: dict[Any, tuple[npt.NDArray[Any], npt.NDArray[Any]]] = {}
+        self._local = threading.local()
+
+    def scratch(self, work: Any) -> tuple[npt.NDArray[Any], ...]:
+        """Three ``(8, 256, pairs)`` work arrays, kept per thread: a call never faults in fresh
+        temporaries (glibc maps each large allocation anew)."""
+        key = f"scratch_{np.dtype(work).name}"
+        found: tuple[npt.NDArray[Any], ...] | None = getattr(self._local, key, None)
+        if found is None:
+            shape = (_CHUNK_BLOCKS, _BLOCK, self.freq.shape[0])
+            found = tuple(np.empty(shape, dtype=work) for _ in range(3))
+            setattr(self._local, key, found)
+        return found
+
+    def offsets(self, work: Any) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        """``(cos, sin)`` of ``r * inv_freq`` for ``r < 256``, in float64 then rounded to ``work``."""
+        found = self._offsets.get(work)
+        if found is None:
+            angles = np.arange(_BLOCK, dtype=np.float64)[:, None] * self.freq[None, :]
+            found = (np.cos(angles).astype(work), np.sin(angles).astype(work))
+            self._offsets[work] = found
+        return found
+
+
 def cos_sin(
-    inv_freq: npt.NDArray[np.float64],
+    inv_freq: npt.NDArray[np.float64] | Plan,
     attention_factor: float,
     positions: Any,
     *,
     dtype: npt.DTypeLike = np.float32,
-    layout: Layout = "neox",
+    layout: str = "neox",
     out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = None,
+    threads: int = 1,
 ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
-    """``(cos, sin)`` of shape ``(len(positions), 2 * len(inv_freq))``, scaled by ``attention_factor``.
+    """``(cos, sin)`` of shape ``(len(positions), width)``, scaled by ``attention_factor``.
 
     ``positions`` is a count ``N`` (positions ``0..N-1``), a ``range``, or integer positions, each
     in ``[0, max_position(inv_freq)]`` (``2**32 - 1`` for every built-in): there a float32 cache is
     within 5e-7 of exact; anything else (negative, past the bound, non-integer, a bool) raises
     :class:`~ropekit.ArgumentError`. ``dtype``: float16, float32, float64, or bfloat16 when
-    ``ml_dtypes`` is installed. ``out`` takes two preallocated, writable, C-contiguous,
-    non-overlapping arrays of that shape and dtype to fill (a forward's cache buffers).
+    ``ml_dtypes`` is installed. ``layout``: ``neox`` or ``gptj`` (width ``2 * pairs``), or ``half``
+    (width ``pairs``, one column per pair, as vLLM and onnxruntime-genai store it). ``out`` takes
+    two preallocated, writable, C-contiguous, non-overlapping arrays of that shape and dtype to fill.
+    ``threads`` splits a long contiguous run into that many slices computed in parallel (numpy
+    releases the GIL); the result is bit-identical to one thread. ``inv_freq`` may be a
+    :class:`Plan` (``attention_factor`` is then ignored): repeated calls reuse its tables.
     """
     if layout not in LAYOUTS:
         raise ArgumentError("layout", f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ArgumentError("threads", f"expected a positive number of threads, got {threads!r}")
+    plan = inv_freq if isinstance(inv_freq, Plan) else Plan(inv_freq, attention_factor)
     out_dtype = _out_dtype(dtype)
-    freq = np.asarray(inv_freq, dtype=np.float64)
-    if freq.ndim != 1 or not np.all(np.isfinite(freq)) or np.any(freq < 0):
-        raise ArgumentError("inv_freq", "expected a 1-D array of finite non-negative frequencies")
-    factor = float(attention_factor)
-    if not np.isfinite(factor):
-        raise ArgumentError("attention_factor", f"expected a finite number, got {attention_factor!r}")
-    pairs = freq.shape[0]
-    where = _as_positions(positions, max_position(freq))
+    pairs = plan.freq.shape[0]
+    width = pairs if layout == "half" else 2 * pairs
+    where = _as_positions(positions, plan.limit)
     count = where[1] if isinstance(where, tuple) else where.shape[0]
     if out is None:
-        cos = np.empty((count, 2 * pairs), dtype=out_dtype)
-        sin = np.empty((count, 2 * pairs), dtype=out_dtype)
+        cos = np.empty((count, width), dtype=out_dtype)
+        sin = np.empty((count, width), dtype=out_dtype)
     else:
-        cos, sin = _checked_out(out, (count, 2 * pairs), out_dtype)
+        cos, sin = _checked_out(out, (count, width), out_dtype)
     if count == 0 or pairs == 0:
         return cos, sin
-    if isinstance(where, tuple):
-        _fill_contiguous(freq, float(attention_factor), where[0], count, cos, sin, layout)
+    if not isinstance(where, tuple):
+        _fill_positions(plan, where, cos, sin, layout)
+    elif count <= _DIRECT:
+        _fill_direct(plan, where[0], count, cos, sin, layout)
+    elif threads == 1 or count < 4 * _BLOCK * _CHUNK_BLOCKS:
+        _fill_contiguous(plan, where[0], count, cos, sin, layout)
     else:
-        for begin in range(0, count, _BLOCK * _CHUNK_BLOCKS):
-            rows = where[begin : begin + _BLOCK * _CHUNK_BLOCKS]
-            angles = rows.astype(np.float64)[:, None] * freq[None, :]
-            stop = begin + rows.shape[0]
-            _store(np.cos(angles) * attention_factor, cos[begin:stop], layout)
-            _store(np.sin(angles) * attention_factor, sin[begin:stop], layout)
+        _fill_threaded(plan, where[0], count, cos, sin, layout, threads)
     return cos, sin
 
 
+def _fill_direct(plan: Plan, start: int, count: int, cos: Any, sin: Any, layout: str) -> None:
+    """A short run (a decode step): angles in float64 directly, no tables."""
+    angles = np.arange(start, start + count, dtype=np.float64)[:, None] * plan.freq[None, :]
+    _store(np.cos(angles) * plan.factor, cos, layout)
+    _store(np.sin(angles) * plan.factor, sin, layout)
+
+
+def _fill_positions(plan: Plan, where: npt.NDArray[np.int64], cos: Any, sin: Any, layout: str) -> None:
+    count = where.shape[0]
+    for begin in range(0, count, _BLOCK * _CHUNK_BLOCKS):
+        rows = where[begin : begin + _BLOCK * _CHUNK_BLOCKS]
+        angles = rows.astype(np.float64)[:, None] * plan.freq[None, :]
+        stop = begin + rows.shape[0]
+        _store(np.cos(angles) * plan.factor, cos[begin:stop], layout)
+        _store(np.sin(angles) * plan.factor, sin[begin:stop], layout)
+
+
+def _fill_threaded(plan: Plan, start: int, count: int, cos: Any, sin: Any, layout: str, threads: int) -> None:
+    """Slices on block boundaries, so every slice computes exactly what one thread would."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    blocks = count // _BLOCK
+    per = -(-blocks // threads) * _BLOCK
+    edges = [min(begin, count) for begin in range(0, count, per)] + [count]
+    edges = sorted(set(edges))
+    plan.offsets(np.float64 if cos.dtype == np.float64 else np.float32)  # built once, before the threads
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        jobs = [pool.submit(_fill_contiguous, plan, start + low, high - low, cos[low:high], sin[low:high], layout)
+                for low, high in itertools.pairwise(edges)]
+        for job in jobs:
+            job.result()
+
+
 def _store(values: npt.NDArray[Any], out: npt.NDArray[Any], layout: str) -> None:
-    """Write ``values`` (..., pairs) into ``out`` (..., 2 * pairs) in ``layout``, casting once.
+    """Write ``values`` (..., pairs) into ``out`` in ``layout``, casting once.
 
     neox views a row as (2, pairs) and broadcasts the values into both halves in one pass; gptj
-    writes the even and the odd columns (a (pairs, 2) broadcast is slower in numpy).
+    writes the even and the odd columns (a (pairs, 2) broadcast is slower in numpy); half is the
+    values themselves.
     """
     pairs = values.shape[-1]
     if layout == "neox":
         out.reshape(*out.shape[:-1], 2, pairs)[...] = values[..., None, :]
-    else:
+    elif layout == "gptj":
         out[..., 0::2] = values
         out[..., 1::2] = values
+    else:
+        out[...] = values
 
 
-def _fill_contiguous(
-    freq: npt.NDArray[np.float64],
-    factor: float,
-    start: int,
-    count: int,
-    cos: npt.NDArray[Any],
-    sin: npt.NDArray[Any],
-    layout: str,
-) -> None:
-    pairs = freq.shape[0]
+def _fill_contiguous(plan: Plan, start: int, count: int, cos: Any, sin: Any, layout: str) -> None:
+    freq, factor = plan.freq, plan.factor
+    width = cos.shape[1]
     work = np.float64 if cos.dtype == np.float64 else np.float32
-    offsets = np.arange(_BLOCK, dtype=np.float64)[:, None] * freq[None, :]
-    cos_r, sin_r = np.cos(offsets).astype(work), np.sin(offsets).astype(work)  # (B, P)
+    cos_r, sin_r = plan.offsets(work)  # (B, P)
     blocks = count // _BLOCK
+    if blocks:
+        _fill_blocks(plan, start, blocks, cos, sin, layout, work, width)
+    tail = count - blocks * _BLOCK
+    if tail:  # a partial block: the same angle addition over the first `tail` offsets
+        base = (start + blocks * _BLOCK) * freq
+        cq, sq = (np.cos(base) * factor).astype(work), (np.sin(base) * factor).astype(work)
+        cr, sr = cos_r[:tail], sin_r[:tail]
+        _store((cq * cr - sq * sr).astype(work, copy=False), cos[blocks * _BLOCK :], layout)
+        _store((sq * cr + cq * sr).astype(work, copy=False), sin[blocks * _BLOCK :], layout)
+
+
+def _fill_blocks(plan: Plan, start: int, blocks: int, cos: Any, sin: Any, layout: str, work: Any, width: int) -> None:
+    """Whole 256-position blocks: ``cos(base + r)`` from a float64 base row and the offset tables."""
+    freq, factor = plan.freq, plan.factor
+    cos_r, sin_r = plan.offsets(work)
     bases = (start + _BLOCK * np.arange(blocks, dtype=np.float64))[:, None] * freq[None, :]
     # (Q, P), evaluated in float64, attention factor folded in, then rounded once to the work dtype
     cos_q = (np.cos(bases) * factor).astype(work)
     sin_q = (np.sin(bases) * factor).astype(work)
-    cos_blocks = cos[: blocks * _BLOCK].reshape(blocks, _BLOCK, 2 * pairs)
-    sin_blocks = sin[: blocks * _BLOCK].reshape(blocks, _BLOCK, 2 * pairs)
-    shape = (_CHUNK_BLOCKS, _BLOCK, pairs)
-    first, second, result = (np.empty(shape, dtype=work) for _ in range(3))
+    cos_blocks = cos[: blocks * _BLOCK].reshape(blocks, _BLOCK, width)
+    sin_blocks = sin[: blocks * _BLOCK].reshape(blocks, _BLOCK, width)
+    first, second, result = plan.scratch(work)
+    direct = layout == "half" and cos.dtype == work
     for q in range(0, blocks, _CHUNK_BLOCKS):
         n = min(_CHUNK_BLOCKS, blocks - q)
         cq, sq = cos_q[q : q + n, None, :], sin_q[q : q + n, None, :]
-        a, b, r = first[:n], second[:n], result[:n]
+        a, b = first[:n], second[:n]
         for target, combine, left, right in ((cos_blocks, np.subtract, cq, sq), (sin_blocks, np.add, sq, cq)):
             # cos(x + y) = cos x cos y - sin x sin y;  sin(x + y) = sin x cos y + cos x sin y
             np.multiply(left, cos_r, out=a)
             np.multiply(right, sin_r, out=b)
-            combine(a, b, out=r)
-            _store(r, target[q : q + n], layout)
-    tail = count - blocks * _BLOCK
-    if tail:
-        angles = (start + blocks * _BLOCK + np.arange(tail, dtype=np.float64))[:, None] * freq[None, :]
-        _store(np.cos(angles) * factor, cos[blocks * _BLOCK :], layout)
-        _store(np.sin(angles) * factor, sin[blocks * _BLOCK :], layout)
+            if direct:  # write the result straight into the output rows
+                combine(a, b, out=target[q : q + n])
+            else:
+                combine(a, b, out=result[:n])
+                _store(result[:n], target[q : q + n], layout)
 
 
 def _rotate(x: npt.NDArray[Any], cos: npt.NDArray[Any], sin: npt.NDArray[Any], layout: str) -> npt.NDArray[Any]:
@@ -226,23 +333,32 @@ def apply_rotary(
     k: npt.NDArray[Any],
     cos: npt.NDArray[Any],
     sin: npt.NDArray[Any],
-    layout: Layout = "neox",
+    layout: str = "neox",
+    *,
+    pairing: Layout | None = None,
 ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
-    """Rotate ``q`` and ``k`` (``(..., seq, head_dim)``) by ``cos``/``sin`` (``(seq, rotary_dim)``).
+    """Rotate ``q`` and ``k`` (``(..., seq, head_dim)``) by ``cos``/``sin`` (``(seq, width)``).
 
     ``neox`` matches transformers' ``apply_rotary_pos_emb`` (rotate-half); ``gptj`` rotates
-    interleaved pairs. Channels past ``rotary_dim`` pass through unchanged (partial rotary).
-    Shapes are checked: cos and sin equal and 2-D with an even width, q and k at least 2-D with
-    ``seq`` rows and at least ``rotary_dim`` channels.
+    interleaved pairs; ``half`` caches (one column per pair) need ``pairing`` (``neox`` or
+    ``gptj``), how the model pairs q and k channels. Channels past the rotary dim pass through
+    unchanged (partial rotary). Shapes are checked: cos and sin equal and 2-D, q and k at least 2-D
+    with ``seq`` rows and at least the rotary dim of channels.
     """
     if layout not in LAYOUTS:
         raise ArgumentError("layout", f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
     for name, array in (("q", q), ("k", k), ("cos", cos), ("sin", sin)):
         if not isinstance(array, np.ndarray):
             raise ArgumentTypeError(name, f"expected a numpy array, got {type(array).__name__}")
-    if cos.shape != sin.shape or cos.ndim != 2 or cos.shape[1] % 2:
-        raise ArgumentError("cos", f"cos {cos.shape} and sin {sin.shape} must be equal (seq, rotary_dim) shapes, "
-                            "rotary_dim even")
+    if cos.shape != sin.shape or cos.ndim != 2 or (layout != "half" and cos.shape[1] % 2):
+        raise ArgumentError("cos", f"cos {cos.shape} and sin {sin.shape} must be equal (seq, width) shapes, "
+                            "width even unless the layout is half")
+    if layout == "half":
+        if pairing not in ("neox", "gptj"):
+            raise ArgumentError("pairing", f"a half cache needs the model's pairing, neox or gptj; got {pairing!r}")
+        widen = (lambda c: np.concatenate((c, c), axis=-1)) if pairing == "neox" else (
+            lambda c: np.repeat(c, 2, axis=-1))
+        cos, sin, layout = widen(cos), widen(sin), pairing
     for name, x in (("q", q), ("k", k)):
         if x.ndim < 2 or x.shape[-2] != cos.shape[0] or x.shape[-1] < cos.shape[1]:
             raise ArgumentError(name, f"shape {x.shape} does not fit cos/sin {cos.shape}: expected (..., "

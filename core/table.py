@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from .loaded import LoadedScheme
-    from .rotary import Layout
+    from .rotary import CacheLayout, Layout, Plan
 
 __all__ = ["MAX_SEQ_LEN", "ModelRope", "RopeTable", "SeqLenRule"]
 
@@ -66,6 +66,7 @@ class RopeTable:
     layout: Layout = "neox"
     landmarks: Mapping[str, float] = attrs.field(factory=dict, repr=False)
     _scheme: LoadedScheme | None = attrs.field(default=None, repr=False, alias="scheme")
+    _cache: dict[str, Any] = attrs.field(factory=dict, repr=False, init=False)
 
     @property
     def head_dim(self) -> int:
@@ -139,19 +140,35 @@ class RopeTable:
         positions: Any,
         *,
         dtype: npt.DTypeLike = np.float32,
-        layout: Layout | None = None,
+        layout: CacheLayout | None = None,
         out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = None,
+        threads: int = 1,
     ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
-        """``(cos, sin)`` at ``positions`` (a count ``N``, a ``range`` or integers), each of shape
-        ``(len(positions), rotary_dim)``, multiplied by ``attention_factor``, angles reduced in
-        float64 (see :mod:`ropekit.rotary`). ``layout`` is ``"neox"`` (rotate-half) or ``"gptj"``
-        (interleaved); default: the table's own :attr:`layout`. For a seq-len-dependent scheme,
+        """``(cos, sin)`` at ``positions`` (a count ``N``, a ``range`` or integers), multiplied by
+        ``attention_factor``, angles reduced in float64 (see :mod:`ropekit.rotary`).
+
+        ``layout``: ``neox`` (rotate-half) or ``gptj`` (interleaved), shape ``(N, rotary_dim)``, or
+        ``half`` (one column per pair, ``(N, rotary_dim / 2)``); default: the table's own
+        :attr:`layout`. ``threads`` splits long runs over that many threads (default 1: a library
+        does not take cores it was not given); the result is bit-identical. What depends only on
+        the table (checked frequencies, offset tables) is computed once per table and reused, so
+        a one-position decode step costs tens of microseconds. For a seq-len-dependent scheme,
         take :meth:`at` first.
         """
         from .rotary import cos_sin
 
         chosen = self.layout if layout is None else layout
-        return cos_sin(self.inv_freq, self.attention_factor, positions, dtype=dtype, layout=chosen, out=out)
+        return cos_sin(self._plan(), self.attention_factor, positions, dtype=dtype, layout=chosen, out=out,
+                       threads=threads)
+
+    def _plan(self) -> Plan:
+        plan = self._cache.get("plan")
+        if plan is None:
+            from .rotary import Plan
+
+            plan = Plan(self.inv_freq, self.attention_factor)
+            self._cache["plan"] = plan  # a race builds it twice, harmlessly
+        return plan
 
     def json_params(self) -> dict[str, Any]:
         """The parameters the table was built with, as JSON: the geometry's ``rope_theta`` and
