@@ -453,9 +453,9 @@ def _build_parser() -> argparse.ArgumentParser:
                           help="also write cos/sin caches for positions 0..N-1")
     exporter.add_argument("--dtype", choices=("float32", "float16", "float64"), default="float32",
                           help="dtype of the cos/sin caches (default: %(default)s)")
-    exporter.add_argument("--layout", choices=("neox", "gptj"),
-                          help="cos/sin layout: neox (rotate-half) or gptj (interleaved) (default: the layout the "
-                          "model's family uses, neox for most)")
+    exporter.add_argument("--layout", choices=("neox", "gptj", "half"),
+                          help="cos/sin layout: neox (rotate-half), gptj (interleaved), or half (one column per pair, "
+                          "half the bytes) (default: the layout the model's family uses, neox for most)")
     exporter.add_argument("--seq-len", dest="seq_lens", type=_positive, action="append", default=[], metavar="N",
                           help="for seq-len-dependent schemes, also write the table at N (repeatable)")
 

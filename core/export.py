@@ -42,7 +42,7 @@ from .table import ModelRope, RopeTable
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from .rotary import Layout
+    from .rotary import CacheLayout
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MAX_EXPORT_BYTES", "escape_name", "export", "file_stem"]
 
@@ -92,8 +92,8 @@ def _write(directory: str, stem: str, array: npt.NDArray[Any]) -> dict[str, Any]
 
 
 def _layer(
-    directory: str, stem: str, table: RopeTable, positions: int | None, dtype: npt.DTypeLike, layout: Layout | None,
-    seq_lens: list[int],
+    directory: str, stem: str, table: RopeTable, positions: int | None, dtype: npt.DTypeLike,
+    layout: CacheLayout | None, seq_lens: list[int],
 ) -> dict[str, Any]:
     layout = table.layout if layout is None else layout
     record: dict[str, Any] = {
@@ -130,7 +130,7 @@ def export(
     *,
     positions: int | None = None,
     dtype: npt.DTypeLike = np.float32,
-    layout: Layout | None = None,
+    layout: CacheLayout | None = None,
     seq_lens: list[int] | None = None,
 ) -> dict[str, Any]:
     """Write ``model``'s tables to ``directory``; returns the manifest.
@@ -217,7 +217,7 @@ def _replace(staging: str, target: str) -> None:
 
 
 def _write_export(
-    model: ModelRope, target: str, positions: int | None, dtype: npt.DTypeLike, layout: Layout | None,
+    model: ModelRope, target: str, positions: int | None, dtype: npt.DTypeLike, layout: CacheLayout | None,
     seq_lens: list[int],
 ) -> dict[str, Any]:
     layers: dict[str, Any] = {}

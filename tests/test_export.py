@@ -78,7 +78,8 @@ def _compiler() -> str | None:
     return found
 
 
-@pytest.mark.parametrize(("config", "layout"), [(SEED_CONFIG, "neox"), (GEMMA4, "neox"), (PHI3, "gptj")])
+@pytest.mark.parametrize(("config", "layout"), [(SEED_CONFIG, "neox"), (GEMMA4, "neox"), (PHI3, "gptj"),
+                                                (SEED_CONFIG, "half")])
 def test_c_reader_needs_no_scheme_code(tmp_path: Path, config: Any, layout: Any) -> None:
     compiler = _compiler()
     if compiler is None:

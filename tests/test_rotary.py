@@ -197,3 +197,36 @@ def test_apply_rotary_checks_its_shapes() -> None:
                         ((q, q, cos, sin[:2]), "cos"), ((q.tolist(), q, cos, sin), "numpy array")]:
         with pytest.raises(ropekit.ArgumentError, match=words):
             ropekit.apply_rotary(*args)  # type: ignore[arg-type]
+
+
+def test_half_layout_and_threads() -> None:
+    table = ropekit.load({"head_dim": 64, "rope_theta": 500000.0}).table
+    half, half_sin = table.cos_sin(9000, layout="half")
+    full, full_sin = table.cos_sin(9000, layout="neox")
+    assert half.shape == (9000, 32)
+    np.testing.assert_array_equal(half, full[:, :32])
+    one = table.cos_sin(70000)
+    two = table.cos_sin(70000, threads=2)
+    assert np.array_equal(one[0], two[0]) and np.array_equal(one[1], two[1])  # bit-identical
+    q = np.random.default_rng(0).standard_normal((2, 16, 64))
+    for pairing in ("neox", "gptj"):
+        c, s = table.cos_sin(16, layout="half")
+        fc, fs = table.cos_sin(16, layout=pairing)
+        np.testing.assert_allclose(ropekit.apply_rotary(q, q, c, s, "half", pairing=pairing)[0],
+                                   ropekit.apply_rotary(q, q, fc, fs, pairing)[0], rtol=1e-6)
+    with pytest.raises(ropekit.ArgumentError, match="pairing"):
+        ropekit.apply_rotary(q, q, half[:16], half_sin[:16], "half")
+    with pytest.raises(ropekit.ArgumentError, match="threads"):
+        table.cos_sin(4, threads=0)
+
+
+def test_small_calls_reuse_the_tables_plan() -> None:
+    table = ropekit.load({"head_dim": 64, "rope_theta": 500000.0}).table
+    table.cos_sin(1)
+    plan = table._plan()
+    table.cos_sin(300)
+    assert table._plan() is plan and plan._offsets  # built once, reused
+    for start in (0, 5, 255, 256, 4097, 2**31):
+        cos, _ = table.cos_sin(range(start, start + 3))
+        exact = np.arange(start, start + 3, dtype=np.longdouble)[:, None] * table.inv_freq.astype(np.longdouble)
+        assert float(np.abs(cos[:, :32] - np.cos(exact)).max()) <= 5e-7

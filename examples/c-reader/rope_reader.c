@@ -127,7 +127,8 @@ static int check_sizes(const char *dir, const struct layer *layer) {
     }
     if (layer->cos[0]) {
         long width = !strcmp(layer->cache_dtype, "float64") ? 8 : !strcmp(layer->cache_dtype, "float16") ? 2 : 4;
-        long want = layer->positions * 2 * layer->pairs * width;
+        long columns = !strcmp(layer->layout, "half") ? layer->pairs : 2 * layer->pairs;
+        long want = layer->positions * columns * width;
         if (file_size(dir, layer->cos) != want || file_size(dir, layer->sin) != want) {
             fprintf(stderr, "rope_reader: the cos/sin caches of %s are not %ld bytes each\n", layer->name, want);
             return -1;
@@ -154,12 +155,15 @@ static int serve(const char *dir, const struct layer *layer, long position) {
         double worst = 0.0;
         const char *files[2] = {layer->cos, layer->sin};
         const double *want[2] = {cos_v, sin_v};
-        int neox = strcmp(layer->layout, "gptj") != 0;
+        int half = !strcmp(layer->layout, "half"), neox = strcmp(layer->layout, "gptj") != 0;
+        long columns = half ? layer->pairs : 2 * layer->pairs;
         for (int f = 0; f < 2; f++) {
-            if (read_le(dir, files[f], position * 2 * layer->pairs, row, 2 * (size_t)layer->pairs, sizeof(float)))
+            if (read_le(dir, files[f], position * columns, row, (size_t)columns, sizeof(float)))
                 goto done;
             for (long i = 0; i < layer->pairs; i++) {
-                double a = row[neox ? i : 2 * i], b = row[neox ? i + layer->pairs : 2 * i + 1];
+                /* half: one column per pair; neox: pair i at i and i + pairs; gptj: at 2i and 2i + 1 */
+                double a = row[half || neox ? i : 2 * i];
+                double b = half ? a : row[neox ? i + layer->pairs : 2 * i + 1];
                 worst = fmax(worst, fmax(fabs(a - want[f][i]), fabs(b - want[f][i])));
             }
         }
