@@ -11,6 +11,8 @@ are importable from their submodules.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -32,11 +34,19 @@ from .errors import (
 from .hookspecs import hookimpl
 from .loader import load
 from .registry import Registry, default_registry
-from .rotary import apply_rotary
 from .scheme import Example, Frequencies, Geometry, Key, KeyKind, Params, Scheme, plain_inv_freq
 from .table import ModelRope, RopeTable, SeqLenRule
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """``apply_rotary`` is imported on first use: loading tables does not need it."""
+    if name == "apply_rotary":
+        from .rotary import apply_rotary
+
+        return apply_rotary
+    raise AttributeError(f"module 'ropekit' has no attribute {name!r}")
 
 __all__ = [
     "ArgumentError",

@@ -382,7 +382,24 @@ def _cmd_plot(args: argparse.Namespace) -> None:
     _say(f"wrote {args.output}")
 
 
-def _build_parser() -> argparse.ArgumentParser:
+_COMMANDS = ("table", "gap", "inspect", "audit", "plot", "export", "scan", "list", "check-plugin")
+
+
+class _Unused:
+    """Stands in for the subcommands a run does not use: their arguments are not built (a cold
+    ``ropekit table`` should not pay for ``audit``'s), only their one-line help."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def set_defaults(self, **kwargs: Any) -> None:
+        return None
+
+
+def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    words = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((word for word in words if not word.startswith("-")), None)
+    build_all = chosen not in _COMMANDS
     parser = _Parser(
         prog="ropekit",
         description="The RoPE tables a model's config.json declares, from the plugin registered for its rope_type.",
@@ -390,11 +407,18 @@ def _build_parser() -> argparse.ArgumentParser:
         "naming the key or rope_type); 3 an installed plugin is at fault (one line naming its distribution).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    real = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    class _Commands:
+        def add_parser(self, name: str, **kwargs: Any) -> Any:
+            sub = real.add_parser(name, **kwargs)
+            return sub if build_all or name == chosen else _Unused()
+
+    commands = _Commands()
 
     def config_command(
         name: str, help_text: str, handler: Callable[[argparse.Namespace], int | None]
-    ) -> argparse.ArgumentParser:
+    ) -> Any:
         sub = commands.add_parser(name, help=help_text, description=help_text)
         sub.add_argument("config", metavar="CONFIG", help="a config.json, or a model directory holding one")
         sub.add_argument("--json", action="store_true", help="machine-readable output")
@@ -510,7 +534,7 @@ def _show_warning(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
-    args = _build_parser().parse_args(argv)
+    args = _build_parser(argv).parse_args(argv)
     _OUT.append(sys.stdout)
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):

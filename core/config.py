@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
-
-import attrs
+from typing import Any, NamedTuple
 
 from .errors import RopeConfigError
 from .families import NO_ROPE_LAYER_TYPES, Family, Layout, family_for, layout_of
@@ -37,8 +35,7 @@ GEOMETRY_KEYS = ("rope_theta", "head_dim", "partial_rotary_factor", "max_positio
 """The geometry values a block resolves, by the name a scheme's ``check`` may blame them under."""
 
 
-@attrs.frozen
-class RopeBlock:
+class RopeBlock(NamedTuple):
     """The rope parameters of one layer type, before its scheme validates them.
 
     ``values`` is the block as written; ``geometry`` what the loader resolved for it, and
@@ -57,7 +54,8 @@ class RopeBlock:
     mrope_section: tuple[int, ...] | None = None
     mrope_interleaved: bool = False
     layout: Layout = "neox"
-    _view: ConfigView | None = attrs.field(default=None, repr=False, eq=False, alias="view")
+    view: ConfigView | None = None
+    """The config the block came from, for :meth:`where` and :meth:`lookup`."""
 
     def key_path(self, name: str) -> str:
         """The JSON path of ``name`` inside this block."""
@@ -74,8 +72,8 @@ class RopeBlock:
             return self.key_path(name)
         if name in self.geometry_paths:
             return self.geometry_paths[name]
-        if self._view is not None and name in self._view:
-            return self._view.path(name)
+        if self.view is not None and name in self.view:
+            return self.view.path(name)
         return self.key_path(name)
 
     def lookup(self, key: Key) -> tuple[Any, str]:
@@ -88,8 +86,8 @@ class RopeBlock:
         path = self.key_path(key.name)
         value = self.values.get(key.name)
         fallback = key.config_fallback
-        if fallback is not None and self._view is not None and self._view.get(fallback) is not None:
-            outer, outer_path = self._view[fallback], self._view.path(fallback)
+        if fallback is not None and self.view is not None and self.view.get(fallback) is not None:
+            outer, outer_path = self.view[fallback], self.view.path(fallback)
             if value is None:
                 return outer, outer_path
             if value != outer:
@@ -127,8 +125,7 @@ class RopeBlock:
             )
 
 
-@attrs.frozen
-class ParsedConfig:
+class ParsedConfig(NamedTuple):
     """Every RoPE layer type's block, the per-layer layer types (empty when unknown), the layer
     types and per-index layers without RoPE, and why the model has no RoPE at all (if so)."""
 
@@ -174,7 +171,7 @@ def parse_config(config: Mapping[str, Any], *, strict: bool = True) -> ParsedCon
     if not nested and blocks and plan.layer_types:
         attention = [name for name in plan.layer_types if name not in no_rope_types]
         if attention and blocks[0].layer_type not in attention and len(set(attention)) == 1:
-            blocks = (attrs.evolve(blocks[0], layer_type=attention[0]),)  # name the one table as its layers do
+            blocks = (blocks[0]._replace(layer_type=attention[0]),)  # name the one table as its layers do
     if nested:
         _check_nested_types(plan.layer_types, raw_blocks, no_rope_types, source_path)
     return ParsedConfig(blocks, plan.layer_types, frozenset(no_rope_types), plan.no_rope_layers, without_rope)

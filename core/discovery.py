@@ -5,9 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any
-
-import attrs
+from typing import Any, NamedTuple
 
 __all__ = ["ALLOW_ENV", "BLOCK_ENV", "ENTRY_POINT_GROUP", "PluginInfo", "allowed_from_env", "blocked_from_env",
            "discover"]
@@ -23,8 +21,7 @@ ALLOW_ENV = "ROPEKIT_ALLOW"
 production loader pins its plugins with it: ``ROPEKIT_ALLOW=ropekit`` serves the built-ins only."""
 
 
-@attrs.frozen
-class PluginInfo:
+class PluginInfo(NamedTuple):
     """One entry point: a rope_type, the module serving it and the distribution that ships it."""
 
     rope_type: str

@@ -10,9 +10,7 @@ that looks like RoPE (see :mod:`ropekit.lookalike`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
-
-import attrs
+from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "ATTENTION_LAYER_TYPES",
@@ -26,8 +24,7 @@ __all__ = [
 Layout = Literal["neox", "gptj"]
 
 
-@attrs.frozen
-class Family:
+class Family(NamedTuple):
     """Facts of one family's code that a config does not state.
 
     ``partial_rotary_factor``: the fraction its code rotates when the config states none.

@@ -10,9 +10,7 @@ the layer *uses* RoPE) or its ``no_rope_layer_interval``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-import attrs
+from typing import Any, NamedTuple
 
 from .errors import RopeConfigError
 from .families import ATTENTION_LAYER_TYPES, NO_ROPE_LAYER_TYPES, Family
@@ -26,8 +24,7 @@ _LLAMA4_STYLE = ("llama4", "llama4_text", "smollm3", "mistral_large4")
 """Families whose code gives every ``no_rope_layer_interval``-th layer no RoPE when no list is stated."""
 
 
-@attrs.frozen
-class LayerPlan:
+class LayerPlan(NamedTuple):
     """``layer_types`` (one per layer; empty when the config does not say) and the per-index
     layers that apply no RoPE whatever their type."""
 

@@ -11,7 +11,6 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import attrs
 import numpy as np
 
 from .discovery import PluginInfo
@@ -26,12 +25,17 @@ __all__ = ["LoadedScheme"]
 _MAX_PROBLEMS = 64  # a check that yields without end is a plugin bug, not a list of problems
 
 
-@attrs.frozen(eq=False)
 class LoadedScheme:
     """``scheme`` as served by ``plugin`` (its entry point and distribution)."""
 
-    scheme: Scheme
-    plugin: PluginInfo
+    __slots__ = ("plugin", "scheme")
+
+    def __init__(self, scheme: Scheme, plugin: PluginInfo) -> None:
+        self.scheme = scheme
+        self.plugin = plugin
+
+    def __repr__(self) -> str:
+        return f"LoadedScheme({self.scheme.name!r}, {self.plugin.distribution} {self.plugin.version})"
 
     @property
     def name(self) -> str:

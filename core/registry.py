@@ -12,13 +12,12 @@ Running what a plugin returns (its builder and other callables) is :class:`~rope
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import threading
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
+from typing import Any, NamedTuple
 
-import attrs
 import pluggy
 
 from . import hookspecs
@@ -44,8 +43,7 @@ IN_PROCESS = "<in-process>"
 _HOOK = "ropekit_scheme"
 
 
-@attrs.frozen
-class SchemeStatus:
+class SchemeStatus(NamedTuple):
     """What ``ropekit list`` shows for one rope_type, known without importing its plugin.
 
     ``state`` is ``available``, ``loaded``, ``blocked``, ``conflict`` or ``broken``; ``problem``
@@ -128,7 +126,7 @@ class Registry:
                 state, problem = "blocked", self._block_reason(first)
             elif len(candidates) > 1:
                 state, problem = "conflict", _duplicate_text(rope_type, candidates)
-                first = attrs.evolve(first, distribution=", ".join(c.distribution for c in candidates))
+                first = first._replace(distribution=", ".join(c.distribution for c in candidates))
             elif self._block_reason(first):
                 state, problem = "blocked", self._block_reason(first)
             elif rope_type in self._failures:
@@ -203,7 +201,7 @@ class Registry:
 
     def _unknown(self, rope_type: str, path: str) -> UnknownRopeTypeError:
         names = self.names()
-        close = difflib.get_close_matches(rope_type, names, n=3, cutoff=0.6)
+        close = _close_matches(rope_type, names, n=3, cutoff=0.6)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         problem = (
             f"unknown rope_type {rope_type!r}{hint or '.'} Registered: {', '.join(names) or 'none'}. "
@@ -305,7 +303,7 @@ def _duplicate_text(rope_type: str, claims: Iterable[PluginInfo]) -> str:
 def _missing_hook_text(manager: pluggy.PluginManager, plugin: object, info: PluginInfo) -> str:
     marked = [name for name in dir(plugin) if manager.parse_hookimpl_opts(plugin, name) is not None]
     if marked:
-        guess = difflib.get_close_matches(_HOOK, marked, n=1)
+        guess = _close_matches(_HOOK, marked, n=1)
         hint = f"; did you mean {_HOOK!r} instead of {guess[0]!r}?" if guess else ""
         return f"{info.target!r} defines hook(s) {marked} but no {_HOOK!r}{hint}"
     return f"{info.target!r} has no @ropekit.hookimpl function named {_HOOK!r}"
@@ -322,3 +320,9 @@ def default_registry() -> Registry:
         if _default is None:
             _default = Registry()
         return _default
+
+
+def _close_matches(word: str, candidates: Any, n: int = 3, cutoff: float = 0.6) -> list[str]:
+    import difflib  # only on the error path: it costs a millisecond of every cold start
+
+    return difflib.get_close_matches(word, candidates, n=n, cutoff=cutoff)

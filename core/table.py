@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
 import numpy as np
@@ -24,8 +24,7 @@ MAX_SEQ_LEN = 1 << 40
 """The longest sequence :meth:`RopeTable.at` accepts."""
 
 
-@attrs.frozen
-class SeqLenRule:
+class SeqLenRule(NamedTuple):
     """How a seq-len-dependent table changes: the rule in words, and the length up to which the
     load-time table holds (a forward crossing it must rebuild its cos/sin cache)."""
 

@@ -7,7 +7,6 @@ hold, and fills in what it does not state.
 
 from __future__ import annotations
 
-import difflib
 import warnings
 from typing import Any
 
@@ -27,7 +26,7 @@ def validate_params(scheme: Scheme, block: RopeBlock, *, strict: bool) -> dict[s
     known = {key.name for key in scheme.keys} | RESERVED_KEYS
     for name in block.values:
         if name not in known:
-            close = difflib.get_close_matches(name, sorted(known), n=1)
+            close = _close_matches(name, sorted(known), n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             valid = ", ".join(sorted(key.name for key in scheme.keys)) or "none besides rope_theta"
             problem = f"unknown key for rope_type {scheme.name!r}; {hint}its keys are: {valid}"
@@ -45,3 +44,9 @@ def validate_params(scheme: Scheme, block: RopeBlock, *, strict: bool) -> dict[s
         else:
             params[key.name] = key.validate(value, path, block.geometry.pairs)
     return params
+
+
+def _close_matches(word: str, candidates: Any, n: int = 3, cutoff: float = 0.6) -> list[str]:
+    import difflib  # only on the error path: it costs a millisecond of every cold start
+
+    return difflib.get_close_matches(word, candidates, n=n, cutoff=cutoff)
