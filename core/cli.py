@@ -411,8 +411,9 @@ def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
     class _Commands:
         def add_parser(self, name: str, **kwargs: Any) -> Any:
-            sub = real.add_parser(name, **kwargs)
-            return sub if build_all or name == chosen else _Unused()
+            if build_all or name == chosen:
+                return real.add_parser(name, **kwargs)
+            return _Unused()  # each parser costs gettext look-ups on disk: build only the one used
 
     commands = _Commands()
 

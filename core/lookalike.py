@@ -58,7 +58,7 @@ def near_miss(name: str, known: Iterable[str], *, distance: int = 2) -> str | No
         if other == folded:
             return candidate
         comparable = len(candidate) >= 8 and abs(len(other) - len(folded)) <= distance
-        if comparable and _letters_close(folded, other, distance):
+        if comparable and len(set(folded) ^ set(other)) <= 2 * distance and _letters_close(folded, other, distance):
             edits = _edit_distance(folded, other, distance)
             if edits <= distance and (best is None or edits < best[0]):
                 best = (edits, candidate)
