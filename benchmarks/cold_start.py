@@ -86,8 +86,8 @@ def main() -> None:
           "each ratio against 'import numpy' by the same interpreter)")
     for name, values in samples.items():
         median = statistics.median(values)
-        kind = name[name.index("(") + 1 : name.index(")")].split()[0] if "(" in name else None
-        base = f"import numpy ({kind} venv)" if kind in ("wheel", "editable") else "python -c 'import numpy'"
+        group = name[name.index("(") + 1 : name.index(")")].split()[0] if "(" in name else None
+        base = f"import numpy ({group} venv)" if group in ("wheel", "editable") else "python -c 'import numpy'"
         baseline = statistics.median(samples[base])
         print(f"{name:36s} {median * 1000:10.1f} {median / baseline:15.2f}")
     scratch.cleanup()

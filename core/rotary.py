@@ -101,7 +101,8 @@ def _check_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
         except ImportError:
             raise ArgumentError("dtype", "bfloat16 needs the ml_dtypes package (pip install ml_dtypes); "
                                 "valid without it: float16, float32, float64") from None
-        return np.dtype(ml_dtypes.bfloat16)
+        bfloat16: np.dtype[Any] = np.dtype(ml_dtypes.bfloat16)
+        return bfloat16
     try:
         chosen = np.dtype(dtype)
     except TypeError:
@@ -356,11 +357,16 @@ def apply_rotary(
     if layout == "half":
         if pairing not in ("neox", "gptj"):
             raise ArgumentError("pairing", f"a half cache needs the model's pairing, neox or gptj; got {pairing!r}")
-        widen = (lambda c: np.concatenate((c, c), axis=-1)) if pairing == "neox" else (
-            lambda c: np.repeat(c, 2, axis=-1))
-        cos, sin, layout = widen(cos), widen(sin), pairing
+        cos, sin, layout = _widen(cos, pairing), _widen(sin, pairing), pairing
     for name, x in (("q", q), ("k", k)):
         if x.ndim < 2 or x.shape[-2] != cos.shape[0] or x.shape[-1] < cos.shape[1]:
             raise ArgumentError(name, f"shape {x.shape} does not fit cos/sin {cos.shape}: expected (..., "
                                 f"{cos.shape[0]}, head_dim >= {cos.shape[1]})")
     return _rotate(q, cos, sin, layout), _rotate(k, cos, sin, layout)
+
+
+def _widen(half: npt.NDArray[Any], pairing: str) -> npt.NDArray[Any]:
+    """A half cache (one column per pair) at the full width of ``pairing``."""
+    if pairing == "neox":
+        return np.concatenate((half, half), axis=-1)
+    return np.repeat(half, 2, axis=-1)

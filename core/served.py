@@ -91,8 +91,9 @@ def read_artifact(
     layout: str = "neox",
     n_ctx: int | None = None,
 ) -> ServedArtifact:
-    """Every table in the artifact at ``path``: an ONNX model or pack directory, a ``.gguf``, or
-    an array file (``.npy``, raw ``.f64``/``.f32``/``.f16``; with ``sin``, a cos/sin cache pair).
+    """Every table in the artifact at ``path``: an ONNX model or pack directory, a ``.gguf``, a
+    ``.safetensors`` state dict's ``*inv_freq`` tensors, or an array file (``.npy``, raw
+    ``.f64``/``.f32``/``.f16``; with ``sin``, a cos/sin cache pair). Pickles are never unpickled.
 
     ``n_ctx`` is the context a llama.cpp server allocates (it picks longrope's factors by it).
     """
@@ -110,7 +111,11 @@ def read_artifact(
         from .gguf_served import read_gguf
 
         return read_gguf(name, n_ctx=n_ctx)
-    if suffix in (".bin", ".pt", ".pth", ".pkl", ".pickle", ".safetensors") and dtype is None:
+    if suffix == ".safetensors":
+        from .safetensors_served import read_safetensors
+
+        return read_safetensors(name)
+    if suffix in (".bin", ".pt", ".pth", ".pkl", ".pickle") and dtype is None:
         raise ArgumentError("served", f"{name}: {suffix} files are not read (pickles are never unpickled); give "
                             "an .npy, a raw .f64/.f32/.f16 table, an ONNX pack or a .gguf")
     values = read_served(name, dtype=dtype, width=width)

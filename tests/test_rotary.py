@@ -196,13 +196,13 @@ def test_apply_rotary_checks_its_shapes() -> None:
     for args, words in [((np.ones((2, 4, 8)), q, cos, sin), "q"), ((q, np.ones((3, 2)), cos, sin), "k"),
                         ((q, q, cos, sin[:2]), "cos"), ((q.tolist(), q, cos, sin), "numpy array")]:
         with pytest.raises(ropekit.ArgumentError, match=words):
-            ropekit.apply_rotary(*args)  # type: ignore[arg-type]
+            ropekit.apply_rotary(*args)
 
 
 def test_half_layout_and_threads() -> None:
     table = ropekit.load({"head_dim": 64, "rope_theta": 500000.0}).table
     half, half_sin = table.cos_sin(9000, layout="half")
-    full, full_sin = table.cos_sin(9000, layout="neox")
+    full, _ = table.cos_sin(9000, layout="neox")
     assert half.shape == (9000, 32)
     np.testing.assert_array_equal(half, full[:, :32])
     one = table.cos_sin(70000)
