@@ -65,7 +65,8 @@ def peers(count: int, table: ropekit.RopeTable) -> dict[str, tuple[Callable[[], 
         from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
     except ImportError:
         return {}
-    rotary = LlamaRotaryEmbedding(AutoConfig.for_model("llama", **LLAMA31_8B))
+    config: Any = AutoConfig.for_model("llama", **LLAMA31_8B)  # a LlamaConfig
+    rotary = LlamaRotaryEmbedding(config)
     x = torch.zeros(1, count, 8, dtype=torch.float32)
     position_ids = torch.arange(count)[None]
     inv_freq32 = torch.tensor(table.inv_freq, dtype=torch.float32)
