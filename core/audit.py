@@ -28,7 +28,7 @@ from .table import ModelRope, RopeTable
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["Candidate", "audit_artifact", "estimate_from_cos_sin"]
+__all__ = ["Candidate", "audit_artifact", "estimate_from_cos_sin", "module_verdicts"]
 
 ANGLE_ULPS = 4.8e-7
 """Relative angle error allowed for caches built from float32 angles (four float32 ulps)."""
@@ -114,6 +114,18 @@ def audit_artifact(
     verdicts = {layer["verdict"] for layer in document["layers"].values()}
     document["verdict"] = "mismatch" if "mismatch" in verdicts else "match"
     return document
+
+
+def module_verdicts(document: dict[str, Any], owners: dict[str, str]) -> dict[str, str]:
+    """Per live module, the worst verdict of the tables it served (``owners`` maps a table's
+    ``where`` to its module's name): what ``ropekit.torch`` and ``ropekit.mlx`` audits report."""
+    verdicts: dict[str, str] = {}
+    for layer in document["layers"].values():
+        for report in layer.get("tables", ()):
+            owner = owners.get(report["where"], report["where"])
+            if verdicts.get(owner) != "mismatch":
+                verdicts[owner] = report["verdict"]
+    return verdicts
 
 
 def _split_concatenated(model: ModelRope, tables: tuple[ServedTable, ...]) -> Iterator[ServedTable]:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from .audit import audit_artifact
+from .audit import audit_artifact, module_verdicts
 from .errors import ArgumentError, ArgumentTypeError, MissingDependencyError
 from .loader import load
 from .registry import Registry
@@ -217,12 +217,6 @@ def audit_module(
         owners[where] = name
     artifact = ServedArtifact(type(model).__name__, "mlx", tuple(tables), producer="live MLX module")
     document = audit_artifact(rope, artifact)
-    modules: dict[str, str] = {}
-    for layer in document["layers"].values():
-        for report in layer.get("tables", ()):
-            owner = owners.get(report["where"], report["where"])
-            if modules.get(owner) != "mismatch":
-                modules[owner] = report["verdict"]
-    document["modules"] = modules
+    document["modules"] = module_verdicts(document, owners)
     return document
 

@@ -28,7 +28,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from .audit import audit_artifact
+from .audit import audit_artifact, module_verdicts
 from .errors import ArgumentError, ArgumentTypeError, MissingDependencyError, PluginError, RopekitError
 from .loader import load
 from .registry import Registry, default_registry
@@ -537,12 +537,6 @@ def audit_module(
     artifact = ServedArtifact(type(model).__name__, kind, tuple(tables), producer="live torch module")
     document = audit_artifact(rope, artifact) if positions is None else audit_artifact(rope, artifact,
                                                                                      positions=positions)
-    modules: dict[str, str] = {}
-    for layer in document["layers"].values():
-        for report in layer.get("tables", ()):
-            owner = owners.get(report["where"], report["where"])
-            if modules.get(owner) != "mismatch":
-                modules[owner] = report["verdict"]
-    document["modules"] = modules
+    document["modules"] = module_verdicts(document, owners)
     return document
 

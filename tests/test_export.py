@@ -71,6 +71,17 @@ def test_cli_export(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert (tmp_path / "out" / "manifest.txt").read_text().count("\nlayer ") == 1
 
 
+def _compiled_reader(folder: Path) -> Path:
+    """The C reader, compiled strictly into ``folder`` (skips without a compiler unless CI requires one)."""
+    compiler = _compiler()
+    if compiler is None:
+        pytest.skip("no C compiler")
+    binary = folder / "rope_reader"
+    subprocess.run([compiler, "-O2", "-std=c99", "-Wall", "-Werror", "-D_POSIX_C_SOURCE=200809L", "-o", str(binary),
+                    str(READER), "-lm"], check=True)
+    return binary
+
+
 def _compiler() -> str | None:
     found = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     if found is None and os.environ.get("ROPEKIT_REQUIRE_CC"):
@@ -81,12 +92,7 @@ def _compiler() -> str | None:
 @pytest.mark.parametrize(("config", "layout"), [(SEED_CONFIG, "neox"), (GEMMA4, "neox"), (PHI3, "gptj"),
                                                 (SEED_CONFIG, "half")])
 def test_c_reader_needs_no_scheme_code(tmp_path: Path, config: Any, layout: Any) -> None:
-    compiler = _compiler()
-    if compiler is None:
-        pytest.skip("no C compiler")
-    binary = tmp_path / "rope_reader"
-    subprocess.run([compiler, "-O2", "-std=c99", "-Wall", "-Werror", "-D_POSIX_C_SOURCE=200809L", "-o", str(binary),
-                    str(READER), "-lm"], check=True)
+    binary = _compiled_reader(tmp_path)
     model = ropekit.load(config)
     export(model, tmp_path / "export", positions=4096, layout=layout)
     done = subprocess.run([str(binary), str(tmp_path / "export"), "4000"], capture_output=True, text=True, check=True)
@@ -189,12 +195,7 @@ def test_cli_bad_out_and_positions_are_exit_2(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_c_reader_rejects_a_malformed_or_lying_manifest(tmp_path: Path) -> None:
-    compiler = _compiler()
-    if compiler is None:
-        pytest.skip("no C compiler")
-    binary = tmp_path / "rope_reader"
-    subprocess.run([compiler, "-O2", "-std=c99", "-Wall", "-Werror", "-D_POSIX_C_SOURCE=200809L", "-o", str(binary),
-                    str(READER), "-lm"], check=True)
+    binary = _compiled_reader(tmp_path)
     out = tmp_path / "export"
     export(ropekit.load(SEED_CONFIG), out, positions=16)
     assert subprocess.run([str(binary), str(out), "3"], capture_output=True, check=False).returncode == 0
