@@ -198,6 +198,10 @@ def _audit_one(
     report["verdict"] = verdict
     if served_as:
         report["served_as"] = served_as
+    if served.kind == "inv_freq" and served.magnitude is None and table.attention_factor != 1.0:
+        report["attention_factor_unverified"] = (
+            f"the artifact holds frequencies only; the declared attention factor {table.attention_factor:.6g} "
+            "must be applied by the forward, and this audit cannot see whether it is")
     for comparison in report["comparisons"]:
         comparison.pop("served_inv_freq", None)
     return report

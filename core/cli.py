@@ -310,6 +310,8 @@ def _print_audit(report: dict[str, Any]) -> None:
                   f"served {table['kind']} {table['dtype']} from {table['where']}")
             if table["verdict"] == "match":
                 _say("  MATCH: the served table is the declared one")
+                if "attention_factor_unverified" in table:
+                    _say(f"  note: {table['attention_factor_unverified']}")
                 continue
             _say("  MISMATCH: the served table is not what the config declares")
             _say(f"  it matches: {table['served_as']}")

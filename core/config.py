@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from .errors import RopeConfigError
-from .families import NO_ROPE_LAYER_TYPES, Family, Layout, family_for, layout_of
+from .families import CLASS_LOCAL_THETA, CLASS_THETA, NO_ROPE_LAYER_TYPES, Family, Layout, family_for, layout_of
 from .layers import FLAT_LAYER_TYPE, plan_layers
 from .scheme import RESERVED_KEYS, Geometry, Key
 from .screen import screen_keys
@@ -151,12 +151,21 @@ def parse_config(config: Mapping[str, Any], *, strict: bool = True) -> ParsedCon
     nested = _is_nested(source)
     if nested:
         raw_blocks = {name: (f"{source_path}.{name}", value) for name, value in source.items()}
-    elif view.get("rope_local_base_freq") is not None:  # Gemma-3 as transformers v4 wrote it
+    elif view.get("rope_local_base_freq") is not None or _gemma_local_default(view):
+        # Gemma-3 as transformers v4 wrote it (or as it saves composites: the local base omitted)
         raw_blocks = {FLAT_LAYER_TYPE: (source_path, source), "sliding_attention": ("", {})}
     else:
         flat_type = "sliding_attention" if FLAT_LAYER_TYPE in family.no_rope_layer_types else FLAT_LAYER_TYPE
         raw_blocks = {flat_type: (source_path, source)}
     plan = plan_layers(view, family, per_type=nested or len(raw_blocks) > 1, block_types=tuple(raw_blocks))
+    model_type = view.get("model_type")
+    if (not nested and len(raw_blocks) == 1 and "sliding_attention" in plan.layer_types
+            and isinstance(model_type, str) and model_type in CLASS_LOCAL_THETA):
+        raise RopeConfigError(
+            view.path("layer_types"),
+            f"{model_type}'s sliding layers use base {CLASS_LOCAL_THETA[model_type]:g} by its config class's default, "
+            "unlike its full layers; state rope_parameters per layer type (full_attention, sliding_attention)",
+        )
     no_rope_types = {name for name, (_, value) in raw_blocks.items() if value is None}
     no_rope_types |= {name for name in plan.layer_types if name in NO_ROPE_LAYER_TYPES}
     no_rope_types |= family.no_rope_layer_types
@@ -324,8 +333,15 @@ def _rope_type(block: Mapping[str, Any], path: str) -> tuple[str, str]:
     return "default", f"{path}.rope_type"
 
 
+def _gemma_local_default(view: ConfigView) -> bool:
+    model_type = view.get("model_type")
+    gemma = ("gemma", "t5gemma", "embedding_gemma", "diffusion_gemma")
+    return isinstance(model_type, str) and model_type.startswith(gemma) and model_type in CLASS_LOCAL_THETA
+
+
 def _theta(view: ConfigView, family: Family, layer_type: str, block: Mapping[str, Any], path: str) -> tuple[float, str]:
-    """The base and where it was declared (a config declaring none gets 10000 at ``rope_theta``)."""
+    """The base and where it was declared; a config declaring none gets its transformers class's
+    default (10000 for most; :data:`~ropekit.families.CLASS_THETA`), at ``rope_theta``."""
     if family.fixed_theta is not None or view.get("model_type") == "chatglm":
         return _family_theta(view, family, block, path)
     candidates = [(_join(path, "rope_theta"), block.get("rope_theta"))]
@@ -336,6 +352,13 @@ def _theta(view: ConfigView, family: Family, layer_type: str, block: Mapping[str
     for where, value in candidates:
         if value is not None:
             return positive_number(value, where, above=1.0, most=MAX_THETA), where
+    model_type = view.get("model_type")
+    if layer_type == "sliding_attention" and not path and isinstance(model_type, str):
+        local = CLASS_LOCAL_THETA.get(model_type)
+        if local is not None:
+            return local, view.path("rope_local_base_freq")
+    if isinstance(model_type, str) and model_type in CLASS_THETA:
+        return CLASS_THETA[model_type], view.path("rope_theta")
     return DEFAULT_THETA, view.path("rope_theta")
 
 

@@ -143,6 +143,12 @@ def export(
     ``directory`` must be absent, empty, or a previous ropekit export (anything else raises
     :class:`~ropekit.ArgumentError`); the export appears there complete or not at all.
     """
+    try:
+        chosen = np.dtype(dtype)
+    except TypeError:
+        chosen = None
+    if chosen is None or chosen.name not in _SUFFIX:
+        raise ArgumentError("dtype", f"unsupported cache dtype {dtype!r}; valid: {', '.join(_SUFFIX)}")
     target = os.path.abspath(os.fspath(directory))
     _check_target(target)
     _check_size(model, positions, dtype)

@@ -97,6 +97,33 @@ FAMILIES: Mapping[str, Family] = {
 _DEFAULT = Family()
 
 
+CLASS_THETA: Mapping[str, float] = {
+    "apertus": 12e6, "apertus1p5_text": 12e6, "bailing_hybrid": 6e6, "bitnet": 5e5, "blt": 5e5, "cohere": 5e5,
+    "cosmos3_edge_text": 1e8, "csm": 5e5, "cwm": 1e6, "diffusion_gemma_text": 1e6, "dory": 1e7,
+    "embedding_gemma2_text": 1e6, "emu3_text_model": 1e6, "ernie4_5": 5e5, "ernie4_5_moe": 5e5,
+    "ernie4_5_vl_moe_text": 5e5, "evolla": 5e5, "exaone": 5e5, "flex_olmo": 5e5, "gemma3_text": 1e6,
+    "gemma3n_text": 1e6, "gemma4_text": 1e6, "gemma4_unified_text": 1e6, "gpt_oss": 15e4, "helium": 1e5,
+    "hy_v3": 11158840.0, "laguna": 5e5, "lfm2": 1e6, "lfm2_moe": 1e6, "lfm3": 1e6, "llama4_text": 5e5,
+    "longcat_flash": 1e7, "mellum": 5e5, "mimo_v2_flash": 5e6, "minimax": 1e6, "minimax_m2": 5e6,
+    "minimax_m3_vl_text": 5e6, "ministral3": 1e6, "mixtral": 1e6, "mllama_text_model": 5e5, "neomme": 1e6,
+    "olmo3": 5e5, "phimoe": 1e6, "qwen2_5_omni_text": 1e6, "qwen2_5_vl_text": 1e6, "qwen2_vl_text": 1e6,
+    "qwen3_omni_moe_text": 1e6, "qwen3_vl_moe_text": 5e5, "qwen3_vl_text": 5e5, "sarvam_moe": 8e6, "smollm3": 2e6,
+    "solar_open": 1e6, "t5gemma2_text": 1e6, "t5gemma2_decoder": 1e6,
+}
+"""The base a family's transformers config class uses when the config states none (transformers
+5.24; every other class uses 10000). transformers drops values equal to the class default when it
+saves a composite config, so published Gemma-3 text_configs state no rope_theta at all."""
+
+CLASS_LOCAL_THETA: Mapping[str, float] = {
+    "gemma3_text": 1e4, "gemma3n_text": 1e4, "diffusion_gemma_text": 1e4, "embedding_gemma2_text": 1e4,
+    "t5gemma2_text": 1e4, "t5gemma2_decoder": 1e4, "gemma4_text": 1e4, "gemma4_unified_text": 1e4, "dory": 1e4,
+    "laguna": 1e4, "lfm3": 1e4, "mellum": 1e4, "mimo_v2_flash": 1e4, "neomme": 1e4,
+}
+"""The sliding layers' base by class default. For the Gemma family (gemma*), a flat config
+gets two tables, as ``rope_local_base_freq`` gives: the global one, and the sliding one at this
+base without the legacy scaling block (Gemma-3's config class applies it to full layers only)."""
+
+
 def family_for(model_type: object) -> Family:
     """The family facts for ``model_type`` (defaults: full rotary, neox pairs, RoPE on every layer)."""
     return FAMILIES.get(model_type, _DEFAULT) if isinstance(model_type, str) else _DEFAULT

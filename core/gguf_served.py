@@ -68,21 +68,37 @@ def read_gguf(path: str, *, n_ctx: int | None = None) -> ServedArtifact:
         value = fields.get(f"{arch}.{name}", default)
         return default if value is None else value
 
-    context = int(key("context_length", 0)) or None
-    heads = key("attention.head_count")
-    head_dim = key("attention.key_length") or (
-        int(key("embedding_length")) // int(heads) if key("embedding_length") and heads else None)
-    n_rot = int(key("rope.dimension_count", head_dim or 0))
-    if n_rot <= 0 or n_rot % 2:
+    def number(name: str, default: float, *, integer: bool = False, positive: bool = False) -> Any:
+        value = key(name, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise ArgumentError("served", f"{path}: {arch}.{name} is {value!r}, not a number; not a GGUF llama.cpp "
+                                "would load")
+        if not math.isfinite(float(value)) or (positive and float(value) <= 0) or float(value) < 0:
+            raise ArgumentError("served", f"{path}: {arch}.{name} is {value!r}; llama.cpp needs a finite "
+                                f"{'positive' if positive else 'non-negative'} number")
+        return int(value) if integer else float(value)
+
+    context = number("context_length", 0, integer=True) or None
+    n_rot = number("rope.dimension_count", 0, integer=True)
+    if not n_rot:  # llama.cpp's default: the head dim (head_count may be a per-layer array: read it only here)
+        head_dim = number("attention.key_length", 0, integer=True)
+        if not head_dim:
+            heads = number("attention.head_count", 0, integer=True)
+            embedding = number("embedding_length", 0, integer=True)
+            head_dim = embedding // heads if embedding and heads else 0
+        n_rot = head_dim
+    if n_rot <= 0 or n_rot % 2 or n_rot > 1 << 16:
         raise ArgumentError("served", f"{path}: {arch}.rope.dimension_count is {n_rot!r}; cannot rebuild the table")
-    base = float(key("rope.freq_base", 10000.0))
-    scaling = str(key("rope.scaling.type", "linear"))
-    factor = float(key("rope.scaling.factor", 0.0) or key("rope.scale_linear", 0.0) or 0.0)
+    base = number("rope.freq_base", 10000.0, positive=True)
+    scaling = key("rope.scaling.type", "linear")
+    if not isinstance(scaling, str):
+        raise ArgumentError("served", f"{path}: {arch}.rope.scaling.type is {scaling!r}, not a string")
+    factor = number("rope.scaling.factor", 0.0) or number("rope.scale_linear", 0.0)
     scale = 1.0 / factor if factor else 1.0
     if scaling == "none":
         scale = 1.0
-    original = int(key("rope.scaling.original_context_length", 0)) or context or 0
-    attn = float(key("rope.scaling.attn_factor", 1.0))
+    original = number("rope.scaling.original_context_length", 0, integer=True) or context or 0
+    attn = number("rope.scaling.attn_factor", 1.0, positive=True)
     rules: list[str] = []
     flags: list[str] = []
     chosen_ctx = n_ctx if n_ctx is not None else context
@@ -152,10 +168,11 @@ def read_gguf(path: str, *, n_ctx: int | None = None) -> ServedArtifact:
 
 
 def _factors(values: Any, pairs: int, name: str, path: str) -> Any:
-    factors = np.asarray(values, dtype=np.float64).reshape(-1)
-    if factors.size < pairs or not np.all(np.isfinite(factors[:pairs])) or np.any(factors[:pairs] <= 0):
-        raise ArgumentError("served", f"{path}: {name} holds {factors.size} values, need {pairs} finite positive ones")
-    return factors[:pairs]
+    factors = np.asarray(values, dtype=np.float64)
+    if factors.shape != (pairs,) or not np.all(np.isfinite(factors)) or np.any(factors <= 0):
+        raise ArgumentError("served", f"{path}: {name} has shape {factors.shape}; llama.cpp loads exactly ({pairs},) "
+                            "finite positive values")
+    return factors
 
 
 def _mscale(scale: float, weight: float) -> float:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from .errors import RopeConfigError
-from .families import ATTENTION_LAYER_TYPES, NO_ROPE_LAYER_TYPES, Family
+from .families import ATTENTION_LAYER_TYPES, CLASS_LOCAL_THETA, NO_ROPE_LAYER_TYPES, Family
 from .view import ConfigView, positive_int
 
 __all__ = ["LayerPlan", "plan_layers"]
@@ -72,7 +72,9 @@ def _derived(view: ConfigView, family: Family, layers: int | None, per_type: boo
     if view.get(pattern_key) is None:
         pattern_key = "_sliding_window_pattern"  # how transformers' Gemma-3 class saves it
     pattern = view.get(pattern_key)
-    if pattern is None and "rope_local_base_freq" in view:
+    model_type = view.get("model_type")
+    gemma_default = isinstance(model_type, str) and model_type.startswith("gemma") and model_type in CLASS_LOCAL_THETA
+    if pattern is None and ("rope_local_base_freq" in view or gemma_default):
         pattern = 6  # Gemma-3's default
     if pattern is None and family.no_rope_layer_types:
         pattern = 4  # Cohere-2's default

@@ -52,20 +52,22 @@ def read_onnx(path: str) -> ServedArtifact:
     found: dict[tuple[str, str | None, str | None], dict[str, Any]] = {}
     for where, name, tensor in _tensors(model.graph, "graph", onnx):
         match = _CACHE.search(name)
-        if name.endswith("inv_freq"):
+        if name.endswith("inv_freq"):  # every one is a table of its own (per-layer exports carry several)
             values = np.asarray(numpy_helper.to_array(tensor), dtype=np.float64)
-            found[(where, "inv_freq", None)] = {"inv_freq": values, "dtype": _dtype_name(tensor, onnx), "name": name}
+            found[(where, name, None)] = {"inv_freq": values, "dtype": _dtype_name(tensor, onnx), "name": name}
             continue
         if match is None:
             continue
         which, suffix = match.group(1), match.group(2)
-        key = (_scope(where), _LAYER_TYPES.get(suffix or ""), _REGIMES.get(suffix or ""))
+        # cos and sin pair up by the rest of their name, so two cache pairs in one graph stay two
+        stem = name[: match.start(1)] + "*" + name[match.end(1) :]
+        key = (f"{_scope(where)}:{stem}", _LAYER_TYPES.get(suffix or ""), _REGIMES.get(suffix or ""))
         entry = found.setdefault(key, {})
         entry[which] = np.asarray(numpy_helper.to_array(tensor), dtype=np.float64)
         entry["dtype"] = _dtype_name(tensor, onnx)
         entry.setdefault("names", []).append(f"{where}:{name}")
     tables = []
-    for (scope, layer_type, regime), entry in found.items():
+    for (scope, layer_type, regime), entry in found.items():  # scope: where the table lives
         if "inv_freq" in entry:
             tables.append(ServedTable(f"{entry['name']} ({scope})", "inv_freq", entry["inv_freq"], entry["dtype"],
                                       angles="exact"))

@@ -219,9 +219,14 @@ class Registry:
         blocked = self._block_reason(info)
         if blocked:
             raise PluginBlockedError(rope_type, info.distribution, blocked)
-        plugin = self._local[rope_type][0] if info.distribution == IN_PROCESS else self._import(info)
+        local = self._local.get(rope_type)
+        plugin = local[0] if local is not None and local[1] == info else self._import(info)
         scheme = self._call_hook(plugin, info)
         self._check_names(scheme, info)
+        blocked_name = next((name for name in (scheme.name, *scheme.aliases) if self._manager.is_blocked(name)), None)
+        if blocked_name is not None:  # an alias must not get round a block on its scheme
+            raise PluginBlockedError(rope_type, info.distribution, f"rope_type {blocked_name!r}, which "
+                                     f"{rope_type!r} names, is blocked (ROPEKIT_BLOCK or Registry(block=...))")
         return LoadedScheme(scheme, info)
 
     def _import(self, info: PluginInfo) -> object:

@@ -211,7 +211,10 @@ def scan(
     candidates = find_models(paths, on_error=note)
 
     def row(candidate: Candidate) -> ScanRow:
-        return _row(candidate, registry, supported, audit, strict)
+        try:
+            return _row(candidate, registry, supported, audit, strict)
+        except Exception as error:  # a bad model never stops the scan; its row says what broke
+            return ScanRow(candidate.path, "refused", reason=f"cannot read: {type(error).__name__}: {error}")
 
     if audit and jobs > 1:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -285,7 +288,7 @@ def _audit_artifacts(model: Any, artifacts: tuple[str, ...]) -> tuple[dict[str, 
     for path in artifacts:
         try:
             report = audit_artifact(model, read_artifact(path))
-        except (RopekitError, MissingDependencyError) as error:
+        except Exception as error:  # one unreadable artifact is this row's problem, not the scan's
             results[path] = {"verdict": "error", "reason": str(error)}
             problems.append(f"{os.path.basename(path)}: cannot audit: {error}")
             continue

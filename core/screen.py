@@ -64,7 +64,7 @@ def _problems(config: Mapping[str, Any]) -> Iterator[tuple[str, str, tuple[bool,
                     yield f"{name}.{inner}", inner, inner_problem
         elif not any(word in canonical(name) for word in _SKIPPED_SUBCONFIG_WORDS):
             for inner in value:
-                if isinstance(inner, str) and (looks_like_rope(inner) or inner in READ_KEYS):
+                if isinstance(inner, str) and looks_like_rope(inner):
                     yield f"{name}.{inner}", inner, (
                         False, f"ropekit reads RoPE keys at the top level or in text_config, not inside {name!r}, "
                         "so the table would ignore it")

@@ -156,3 +156,46 @@ def test_hostile_artifacts_are_exit_2(tmp_path: Path) -> None:
     for served in (tmp_path / "model.onnx", tmp_path / "x.gguf"):
         result = _cli("audit", str(SEED_CONFIG), "--served", str(served))
         assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_every_inv_freq_initializer_is_audited(tmp_path: Path) -> None:
+    """A per-layer export carries several inv_freq tensors: a wrong one must not hide behind a right one."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    model = ropekit.load(SEED_CONFIG)
+    good = model.table.inv_freq.astype(np.float32)
+    plain = ropekit.plain_inv_freq(500000.0, 64).astype(np.float32)
+    for order in ((plain, good), (good, plain)):
+        initializers = [numpy_helper.from_array(order[0], "model.layers.0.self_attn.rotary_emb.inv_freq"),
+                        numpy_helper.from_array(order[1], "model.rotary_emb.inv_freq")]
+        graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], initializer=initializers)
+        onnx.save(helper.make_model(graph), tmp_path / "model.onnx")
+        assert audit_artifact(model, read_artifact(tmp_path / "model.onnx"))["verdict"] == "mismatch"
+
+
+def test_malformed_gguf_metadata_is_refused_by_name(tmp_path: Path) -> None:
+    import numpy as np
+
+    from ropekit.scan import scan
+
+    cases = {"dimension_count": ("rope.dimension_count", "abc"), "freq_base": ("rope.freq_base", float("nan")),
+             "context_length": ("context_length", "x")}
+    for name, (key, value) in cases.items():
+        writer = gguf.GGUFWriter(str(tmp_path / f"{name}.gguf"), "llama")
+        writer.add_uint32("llama.attention.head_count", 2)
+        writer.add_uint32("llama.embedding_length", 64)
+        if isinstance(value, str):
+            writer.add_string(f"llama.{key}", value)
+        else:
+            writer.add_float32(f"llama.{key}", value)
+        writer.add_tensor("output_norm.weight", np.ones(4, dtype=np.float32))
+        for write in (writer.write_header_to_file, writer.write_kv_data_to_file, writer.write_tensors_to_file):
+            write()
+        writer.close()
+        with pytest.raises(ropekit.ArgumentError, match=f"llama.{key}"):
+            read_artifact(tmp_path / f"{name}.gguf")
+    rows = list(scan([str(tmp_path)], audit=True))  # a bad file is a row, never the end of the scan
+    assert len(rows) == 3 and {row.status for row in rows} == {"refused"}

@@ -316,3 +316,18 @@ def test_a_chatty_plugin_cannot_corrupt_json_output(make_dist: MakeDist, tmp_pat
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["layers"]["full_attention"]["rope_type"] == "halve"
     assert "hello from import" in result.stderr and "hello from build" in result.stderr
+
+
+def test_in_process_registration_may_name_its_distribution(registry: Registry) -> None:
+    import ropekit.plugins.linear as linear
+
+    registry.register(linear, name="linear_again", distribution="my-notebook")
+    with pytest.raises(ropekit.SchemeMismatchError, match="my-notebook"):  # the module's scheme is 'linear'
+        registry.scheme("linear_again")
+
+
+def test_export_refuses_an_unsupported_dtype_by_name(tmp_path: Any) -> None:
+    from ropekit.export import export
+
+    with pytest.raises(ropekit.ArgumentError, match="dtype"):
+        export(ropekit.load({"head_dim": 8}), tmp_path / "out", positions=4, dtype="bfloat16")

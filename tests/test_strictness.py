@@ -384,3 +384,40 @@ def test_every_command_reports_layers_without_rope(tmp_path: Path) -> None:
     falcon.write_text(json.dumps({"model_type": "falcon", "alibi": True, "hidden_size": 64, "num_attention_heads": 1}))
     result = _cli("plot", str(falcon), "-o", str(tmp_path / "p.png"))
     assert result.returncode == 2 and "applies no RoPE" in result.stderr
+
+
+def test_class_defaults_fill_what_a_saved_composite_omits() -> None:
+    """transformers drops values equal to the class default when it saves a composite config:
+    published Gemma-3 text_configs state no rope_theta and no rope_local_base_freq."""
+    config = {"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "head_dim": 128,
+                                                      "num_hidden_layers": 12,
+                                                      "rope_scaling": {"rope_type": "linear", "factor": 8.0}}}
+    model = _load(config)
+    full, sliding = model["full_attention"], model["sliding_attention"]
+    assert (full.geometry.theta, full.rope_type, full.params["factor"]) == (1e6, "linear", 8.0)
+    assert (sliding.geometry.theta, sliding.rope_type) == (1e4, "default")
+    first, sixth = model.for_layer(0), model.for_layer(5)
+    assert first is sliding and sixth is full
+    assert _load({"model_type": "llama4_text", "head_dim": 128, "num_hidden_layers": 4}).table.geometry.theta == 5e5
+    assert _load({"model_type": "llama", "head_dim": 128}).table.geometry.theta == 1e4
+    with pytest.raises(ropekit.RopeConfigError, match="state rope_parameters per layer type"):
+        _load({"model_type": "mellum", "head_dim": 64, "layer_types": ["sliding_attention", "full_attention"]})
+
+
+def test_blocking_a_scheme_also_blocks_its_aliases(monkeypatch: pytest.MonkeyPatch) -> None:
+    blocked = ropekit.Registry(block=["longrope"], read_env=False)
+    config = {"head_dim": 8, "max_position_embeddings": 64, "original_max_position_embeddings": 32,
+              "rope_scaling": {"type": "su", "short_factor": [1.0] * 4, "long_factor": [2.0] * 4}}
+    with pytest.raises(ropekit.PluginBlockedError, match="'longrope'"):
+        ropekit.load(config, registry=blocked)
+
+
+def test_rope_keys_nested_elsewhere_are_refused_but_not_other_keys() -> None:
+    mpt = {"model_type": "mpt", "d_model": 256, "n_heads": 4, "attn_config": {"alibi": True, "rope_theta": 1}}
+    with pytest.raises(ropekit.RopeConfigError) as caught:
+        _load(mpt)
+    assert caught.value.path == "attn_config.rope_theta"
+    del mpt["attn_config"]["rope_theta"]
+    assert _load(mpt).tables == {}  # MPT: ALiBi, no RoPE; attn_config.alibi is not a RoPE key
+    blip = {**BASE, "qformer_config": {"hidden_size": 768, "num_attention_heads": 12}}
+    assert _load(blip).table.rope_type == "default"
