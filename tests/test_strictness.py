@@ -413,11 +413,12 @@ def test_blocking_a_scheme_also_blocks_its_aliases(monkeypatch: pytest.MonkeyPat
 
 
 def test_rope_keys_nested_elsewhere_are_refused_but_not_other_keys() -> None:
-    mpt = {"model_type": "mpt", "d_model": 256, "n_heads": 4, "attn_config": {"alibi": True, "rope_theta": 1}}
+    attn_config: dict[str, Any] = {"alibi": True, "rope_theta": 1}
+    mpt: dict[str, Any] = {"model_type": "mpt", "d_model": 256, "n_heads": 4, "attn_config": attn_config}
     with pytest.raises(ropekit.RopeConfigError) as caught:
         _load(mpt)
     assert caught.value.path == "attn_config.rope_theta"
-    del mpt["attn_config"]["rope_theta"]
+    del attn_config["rope_theta"]
     assert _load(mpt).tables == {}  # MPT: ALiBi, no RoPE; attn_config.alibi is not a RoPE key
     blip = {**BASE, "qformer_config": {"hidden_size": 768, "num_attention_heads": 12}}
     assert _load(blip).table.rope_type == "default"
