@@ -31,10 +31,6 @@ DEFAULT_THETA = 10_000.0
 
 
 
-GEOMETRY_KEYS = ("rope_theta", "head_dim", "partial_rotary_factor", "max_position_embeddings")
-"""The geometry values a block resolves, by the name a scheme's ``check`` may blame them under."""
-
-
 class RopeBlock(NamedTuple):
     """The rope parameters of one layer type, before its scheme validates them.
 
