@@ -4,8 +4,9 @@
 
 For each number of positions it prints, measured in this run (machines are noisy: read the ratios
 and medians):
-- ropekit ``RopeTable.cos_sin`` allocating, into preallocated buffers (``out=``), and with two
-  threads (``threads=2``, bit-identical to one);
+- ropekit ``RopeTable.cos_sin`` allocating with its default threads (one per 2048 positions, up
+  to the cores available, as torch's own ops use every core), on one thread (``threads=1``), on
+  two (``threads=2``, bit-identical to one), and into preallocated buffers (``out=``);
 - ``np.copyto`` of the same output bytes into the same buffers (the floor: merely writing it);
 - transformers' CPU rotary forward (``LlamaRotaryEmbedding``) and a vLLM-style float32 torch cache
   (``cos(outer(t, inv_freq))``), if torch and transformers are installed (``pip install -e ".[reference]"``);
@@ -84,6 +85,14 @@ def peers(count: int, table: ropekit.RopeTable) -> dict[str, tuple[Callable[[], 
             "vLLM-style torch cache": (vllm_cache, lambda: vllm_cache().numpy())}
 
 
+def _torch_threads() -> str:
+    try:
+        import torch
+    except ImportError:
+        return "torch not installed"
+    return f"torch uses {torch.get_num_threads()} threads"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1,16,256,4096,131072,1048576")
@@ -93,7 +102,8 @@ def main() -> None:
     sizes = [args.positions] if args.positions else [int(part) for part in args.sizes.split(",")]
     table = ropekit.load(LLAMA31_8B).table
     factor = table.attention_factor
-    print(f"cos/sin, Llama-3.1-8B (head_dim 128, llama3), float32, neox; median of {args.repeats} (us per call)")
+    print(f"cos/sin, Llama-3.1-8B (head_dim 128, llama3), float32, neox; median of {args.repeats} (us per call); "
+          f"{_torch_threads()}")
     header = f"{'positions':>9s}  {'what':34s} {'us':>12s} {'x ropekit':>9s} {'max|err|':>9s}"
     print(header)
     for count in sizes:
@@ -111,14 +121,18 @@ def main() -> None:
         def into_buffers(count: int = count, out: tuple[np.ndarray, np.ndarray] = out) -> object:
             return table.cos_sin(count, out=out)
 
+        def one_thread(count: int = count) -> object:
+            return table.cos_sin(count, threads=1)
+
         def two_threads(count: int = count) -> object:
             return table.cos_sin(count, threads=2)
 
         ours = median_us(allocating, args.repeats)
         rows: list[tuple[str, float, float | None]] = [
-            ("ropekit cos_sin (allocating)", ours, error(table.cos_sin(count)[0], table.inv_freq, factor)),
-            ("ropekit cos_sin(out=buffers)", median_us(into_buffers, args.repeats), None),
+            ("ropekit cos_sin (default threads)", ours, error(table.cos_sin(count)[0], table.inv_freq, factor)),
+            ("ropekit cos_sin(threads=1)", median_us(one_thread, args.repeats), None),
             ("ropekit cos_sin(threads=2)", median_us(two_threads, args.repeats), None),
+            ("ropekit cos_sin(out=buffers)", median_us(into_buffers, args.repeats), None),
             ("np.copyto of the output bytes", median_us(copy_output, args.repeats), None),
         ]
         for name, (run, values) in peers(count, table).items():
@@ -128,9 +142,10 @@ def main() -> None:
             print(f"{count:9d}  {name:34s} {value:12.1f} {value / ours:9.2f} {shown}")
         buffers = next(value for name, value, _ in rows if name.startswith("ropekit cos_sin(out"))
         copy = next(value for name, value, _ in rows if name.startswith("np.copyto"))
+        one = next(value for name, value, _ in rows if name.endswith("threads=1)"))
         two = next(value for name, value, _ in rows if name.endswith("threads=2)"))
         print(f"{'':9s}  -> out= is {buffers / copy:.2f}x a copy of the output bytes; two threads "
-              f"{ours / two:.2f}x one")
+              f"{one / two:.2f}x one")
     print("targets: faster than transformers at every size (>= 4x from 4096), out= <= 2x a copy from 131072, "
           "max error <= 5e-7, two threads >= 1.3x one at 131072")
 

@@ -1,24 +1,22 @@
 """cos/sin for a forward, with angles formed in float64, and a numpy reference rotation.
 
-Angles are never formed in float32. For a contiguous run of positions ``p = start + B*q + r``
-the angle-addition identities combine two small tables evaluated in float64, ``cos/sin(B*q*f)``
-and ``cos/sin(r*f)``, so each output element costs two multiplies and an add instead of a
-transcendental (float32 angles lose about 1e-2 rad by position 131072). For float32/float16 output
-the combination runs in float32: within ``5e-7 * attention_factor`` of exact at every accepted
-position (measured 1.4e-7 below 2**20, 2.9e-7 near 2**32). float64 output carries the float64
-angle's own rounding, about ``position * inv_freq * 1.1e-16`` rad: 5.5e-11 at 2**20, 2.4e-7 near 2**32.
+Angles are never formed in float32 (float32 angles lose about 1e-2 rad by position 131072).
+Each row is a complex product of tables evaluated in float64 (see :mod:`ropekit.fill`): for
+float32/float16 output the product runs in complex64, within ``5e-7 * attention_factor`` of
+exact at every accepted position (measured 1.4e-7 below 2**20, 2.4e-7 near 2**32); float64
+output uses complex128 and carries the float64 angle's own rounding, about
+``position * inv_freq * 1.1e-16`` rad (5.5e-11 at 2**20, 2.4e-7 near 2**32).
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
-import threading
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from .errors import ArgumentError, ArgumentTypeError
+from .fill import BLOCK, STEPS, fill_positions, fill_run, unit_circle
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -34,9 +32,6 @@ CacheLayout = Literal["neox", "gptj", "half"]
 per pair (vLLM, onnxruntime-genai); :func:`apply_rotary` then needs the pairing."""
 LAYOUTS: tuple[str, ...] = ("neox", "gptj", "half")
 
-_BLOCK = 256  # positions per inner block (the r table); 256 x pairs float64 stays in cache
-_CHUNK_BLOCKS = 8  # blocks combined per numpy call: temporaries of 8 * 256 * pairs float64
-_DIRECT = 4  # runs this short skip the tables: a few transcendentals beat building a base row
 
 
 MAX_ANGLE = float(1 << 32)
@@ -132,13 +127,14 @@ def _checked_out(out: Any, shape: tuple[int, int], dtype: np.dtype[Any]) -> tupl
 
 class Plan:
     """What cos/sin needs that depends only on a table: its checked frequencies, the position
-    bound, and the 256-position offset tables (built on first use, per work dtype).
+    bound, and the offset table ``exp(i * r * inv_freq)`` for ``r < 256`` (built on first use, per
+    work dtype).
 
-    Shared safely between threads: the tables are computed at most a few times and never mutated.
+    Shared safely between threads: a table is computed at most a few times and never mutated.
     :meth:`RopeTable.cos_sin <ropekit.RopeTable.cos_sin>` keeps one per table.
     """
 
-    __slots__ = ("_local", "_offsets", "factor", "freq", "limit")
+    __slots__ = ("_offsets", "_steps", "factor", "freq", "limit")
 
     def __init__(self, inv_freq: npt.NDArray[np.float64], attention_factor: float) -> None:
         freq = np.ascontiguousarray(inv_freq, dtype=np.float64)
@@ -148,27 +144,26 @@ class Plan:
         if not np.isfinite(factor):
             raise ArgumentError("attention_factor", f"expected a finite number, got {attention_factor!r}")
         self.freq, self.factor, self.limit = freq, factor, max_position(freq)
-        self._offsets: dict[Any, tuple[npt.NDArray[Any], npt.NDArray[Any]]] = {}
-        self._local = threading.local()
+        self._offsets: dict[Any, npt.NDArray[Any]] = {}
+        self._steps: npt.NDArray[np.complex128] | None = None
 
-    def scratch(self, work: Any) -> tuple[npt.NDArray[Any], ...]:
-        """Three ``(8, 256, pairs)`` work arrays, kept per thread: a call never faults in fresh
-        temporaries (glibc maps each large allocation anew)."""
-        key = f"scratch_{np.dtype(work).name}"
-        found: tuple[npt.NDArray[Any], ...] | None = getattr(self._local, key, None)
-        if found is None:
-            shape = (_CHUNK_BLOCKS, _BLOCK, self.freq.shape[0])
-            found = tuple(np.empty(shape, dtype=work) for _ in range(3))
-            setattr(self._local, key, found)
-        return found
-
-    def offsets(self, work: Any) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
-        """``(cos, sin)`` of ``r * inv_freq`` for ``r < 256``, in float64 then rounded to ``work``."""
+    def offsets(self, work: Any) -> npt.NDArray[Any]:
+        """``exp(i * r * inv_freq)`` for ``r < 256``, shape ``(256, pairs)``: evaluated in float64,
+        then rounded to the complex ``work`` dtype."""
         found = self._offsets.get(work)
         if found is None:
-            angles = np.arange(_BLOCK, dtype=np.float64)[:, None] * self.freq[None, :]
-            found = (np.cos(angles).astype(work), np.sin(angles).astype(work))
+            found = unit_circle(np.arange(BLOCK, dtype=np.float64)[:, None] * self.freq[None, :], 1.0, work)
             self._offsets[work] = found
+        return found
+
+    def steps(self) -> npt.NDArray[np.complex128]:
+        """``exp(i * 256 * k * inv_freq)`` for ``k < 64``, complex128: block base rows are
+        products of these, not fresh float64 transcendentals."""
+        found = self._steps
+        if found is None:
+            found = unit_circle((BLOCK * np.arange(STEPS, dtype=np.float64))[:, None] * self.freq[None, :],
+                                 1.0, np.complex128)
+            self._steps = found
         return found
 
 
@@ -180,7 +175,7 @@ def cos_sin(
     dtype: npt.DTypeLike = np.float32,
     layout: str = "neox",
     out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = None,
-    threads: int = 1,
+    threads: int | None = None,
 ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
     """``(cos, sin)`` of shape ``(len(positions), width)``, scaled by ``attention_factor``.
 
@@ -191,14 +186,17 @@ def cos_sin(
     ``ml_dtypes`` is installed. ``layout``: ``neox`` or ``gptj`` (width ``2 * pairs``), or ``half``
     (width ``pairs``, one column per pair, as vLLM and onnxruntime-genai store it). ``out`` takes
     two preallocated, writable, C-contiguous, non-overlapping arrays of that shape and dtype to fill.
-    ``threads`` splits a long contiguous run into that many slices computed in parallel (numpy
-    releases the GIL); the result is bit-identical to one thread. ``inv_freq`` may be a
-    :class:`Plan` (``attention_factor`` is then ignored): repeated calls reuse its tables.
+
+    ``threads``: how many threads may share a long contiguous run (numpy releases the GIL). The
+    default, ``None``, uses one thread per 2048 positions up to the cores this process may run on
+    (as torch's own CPU ops do); ``1`` keeps the call on the calling thread. The result is
+    bit-identical whatever the number. ``inv_freq`` may be a :class:`Plan` (``attention_factor``
+    is then ignored): repeated calls reuse its tables.
     """
     if layout not in LAYOUTS:
         raise ArgumentError("layout", f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ArgumentError("threads", f"expected a positive number of threads, got {threads!r}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ArgumentError("threads", f"expected a positive number of threads or None (automatic), got {threads!r}")
     plan = inv_freq if isinstance(inv_freq, Plan) else Plan(inv_freq, attention_factor)
     out_dtype = _out_dtype(dtype)
     pairs = plan.freq.shape[0]
@@ -214,109 +212,11 @@ def cos_sin(
         cos, sin = _checked_out(out, (count, width), out_dtype)
     if count == 0 or pairs == 0:
         return cos, sin
-    if not isinstance(where, tuple):
-        _fill_positions(plan, where, cos, sin, layout)
-    elif count <= _DIRECT:
-        _fill_direct(plan, where[0], count, cos, sin, layout)
-    elif threads == 1 or count < 4 * _BLOCK * _CHUNK_BLOCKS:
-        _fill_contiguous(plan, where[0], count, cos, sin, layout)
+    if isinstance(where, tuple):
+        fill_run(plan, where[0], count, cos, sin, layout, threads)
     else:
-        _fill_threaded(plan, where[0], count, cos, sin, layout, threads)
+        fill_positions(plan, where, cos, sin, layout)
     return cos, sin
-
-
-def _fill_direct(plan: Plan, start: int, count: int, cos: Any, sin: Any, layout: str) -> None:
-    """A short run (a decode step): angles in float64 directly, no tables."""
-    angles = np.arange(start, start + count, dtype=np.float64)[:, None] * plan.freq[None, :]
-    _store(np.cos(angles) * plan.factor, cos, layout)
-    _store(np.sin(angles) * plan.factor, sin, layout)
-
-
-def _fill_positions(plan: Plan, where: npt.NDArray[np.int64], cos: Any, sin: Any, layout: str) -> None:
-    count = where.shape[0]
-    for begin in range(0, count, _BLOCK * _CHUNK_BLOCKS):
-        rows = where[begin : begin + _BLOCK * _CHUNK_BLOCKS]
-        angles = rows.astype(np.float64)[:, None] * plan.freq[None, :]
-        stop = begin + rows.shape[0]
-        _store(np.cos(angles) * plan.factor, cos[begin:stop], layout)
-        _store(np.sin(angles) * plan.factor, sin[begin:stop], layout)
-
-
-def _fill_threaded(plan: Plan, start: int, count: int, cos: Any, sin: Any, layout: str, threads: int) -> None:
-    """Slices on block boundaries, so every slice computes exactly what one thread would."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    blocks = count // _BLOCK
-    per = -(-blocks // threads) * _BLOCK
-    edges = [min(begin, count) for begin in range(0, count, per)] + [count]
-    edges = sorted(set(edges))
-    plan.offsets(np.float64 if cos.dtype == np.float64 else np.float32)  # built once, before the threads
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        jobs = [pool.submit(_fill_contiguous, plan, start + low, high - low, cos[low:high], sin[low:high], layout)
-                for low, high in itertools.pairwise(edges)]
-        for job in jobs:
-            job.result()
-
-
-def _store(values: npt.NDArray[Any], out: npt.NDArray[Any], layout: str) -> None:
-    """Write ``values`` (..., pairs) into ``out`` in ``layout``, casting once.
-
-    neox views a row as (2, pairs) and broadcasts the values into both halves in one pass; gptj
-    writes the even and the odd columns (a (pairs, 2) broadcast is slower in numpy); half is the
-    values themselves.
-    """
-    pairs = values.shape[-1]
-    if layout == "neox":
-        out.reshape(*out.shape[:-1], 2, pairs)[...] = values[..., None, :]
-    elif layout == "gptj":
-        out[..., 0::2] = values
-        out[..., 1::2] = values
-    else:
-        out[...] = values
-
-
-def _fill_contiguous(plan: Plan, start: int, count: int, cos: Any, sin: Any, layout: str) -> None:
-    freq, factor = plan.freq, plan.factor
-    width = cos.shape[1]
-    work = np.float64 if cos.dtype == np.float64 else np.float32
-    cos_r, sin_r = plan.offsets(work)  # (B, P)
-    blocks = count // _BLOCK
-    if blocks:
-        _fill_blocks(plan, start, blocks, cos, sin, layout, work, width)
-    tail = count - blocks * _BLOCK
-    if tail:  # a partial block: the same angle addition over the first `tail` offsets
-        base = (start + blocks * _BLOCK) * freq
-        cq, sq = (np.cos(base) * factor).astype(work), (np.sin(base) * factor).astype(work)
-        cr, sr = cos_r[:tail], sin_r[:tail]
-        _store((cq * cr - sq * sr).astype(work, copy=False), cos[blocks * _BLOCK :], layout)
-        _store((sq * cr + cq * sr).astype(work, copy=False), sin[blocks * _BLOCK :], layout)
-
-
-def _fill_blocks(plan: Plan, start: int, blocks: int, cos: Any, sin: Any, layout: str, work: Any, width: int) -> None:
-    """Whole 256-position blocks: ``cos(base + r)`` from a float64 base row and the offset tables."""
-    freq, factor = plan.freq, plan.factor
-    cos_r, sin_r = plan.offsets(work)
-    bases = (start + _BLOCK * np.arange(blocks, dtype=np.float64))[:, None] * freq[None, :]
-    # (Q, P), evaluated in float64, attention factor folded in, then rounded once to the work dtype
-    cos_q = (np.cos(bases) * factor).astype(work)
-    sin_q = (np.sin(bases) * factor).astype(work)
-    cos_blocks = cos[: blocks * _BLOCK].reshape(blocks, _BLOCK, width)
-    sin_blocks = sin[: blocks * _BLOCK].reshape(blocks, _BLOCK, width)
-    first, second, result = plan.scratch(work)
-    direct = layout == "half" and cos.dtype == work
-    for q in range(0, blocks, _CHUNK_BLOCKS):
-        n = min(_CHUNK_BLOCKS, blocks - q)
-        cq, sq = cos_q[q : q + n, None, :], sin_q[q : q + n, None, :]
-        a, b = first[:n], second[:n]
-        for target, combine, left, right in ((cos_blocks, np.subtract, cq, sq), (sin_blocks, np.add, sq, cq)):
-            # cos(x + y) = cos x cos y - sin x sin y;  sin(x + y) = sin x cos y + cos x sin y
-            np.multiply(left, cos_r, out=a)
-            np.multiply(right, sin_r, out=b)
-            if direct:  # write the result straight into the output rows
-                combine(a, b, out=target[q : q + n])
-            else:
-                combine(a, b, out=result[:n])
-                _store(result[:n], target[q : q + n], layout)
 
 
 def _rotate(x: npt.NDArray[Any], cos: npt.NDArray[Any], sin: npt.NDArray[Any], layout: str) -> npt.NDArray[Any]:

@@ -141,15 +141,16 @@ class RopeTable:
         dtype: npt.DTypeLike = np.float32,
         layout: CacheLayout | None = None,
         out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = None,
-        threads: int = 1,
+        threads: int | None = None,
     ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
         """``(cos, sin)`` at ``positions`` (a count ``N``, a ``range`` or integers), multiplied by
         ``attention_factor``, angles reduced in float64 (see :mod:`ropekit.rotary`).
 
         ``layout``: ``neox`` (rotate-half) or ``gptj`` (interleaved), shape ``(N, rotary_dim)``, or
         ``half`` (one column per pair, ``(N, rotary_dim / 2)``); default: the table's own
-        :attr:`layout`. ``threads`` splits long runs over that many threads (default 1: a library
-        does not take cores it was not given); the result is bit-identical. What depends only on
+        :attr:`layout`. ``threads``: how many threads may share a long run; the default, ``None``,
+        takes one per 2048 positions, up to the cores the process may run on (as torch's CPU ops
+        do); ``1`` stays on the calling thread. The result is bit-identical either way. What depends only on
         the table (checked frequencies, offset tables) is computed once per table and reused, so
         a one-position decode step costs tens of microseconds. For a seq-len-dependent scheme,
         take :meth:`at` first.

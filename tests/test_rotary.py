@@ -205,7 +205,7 @@ def test_half_layout_and_threads() -> None:
     full, _ = table.cos_sin(9000, layout="neox")
     assert half.shape == (9000, 32)
     np.testing.assert_array_equal(half, full[:, :32])
-    one = table.cos_sin(70000)
+    one = table.cos_sin(70000, threads=1)
     two = table.cos_sin(70000, threads=2)
     assert np.array_equal(one[0], two[0]) and np.array_equal(one[1], two[1])  # bit-identical
     q = np.random.default_rng(0).standard_normal((2, 16, 64))
@@ -230,3 +230,79 @@ def test_small_calls_reuse_the_tables_plan() -> None:
         cos, _ = table.cos_sin(range(start, start + 3))
         exact = np.arange(start, start + 3, dtype=np.longdouble)[:, None] * table.inv_freq.astype(np.longdouble)
         assert float(np.abs(cos[:, :32] - np.cos(exact)).max()) <= 5e-7
+
+
+def _columns(values: np.ndarray, layout: str, pairs: int) -> list[np.ndarray]:
+    """Every copy of the per-pair values a cache of ``layout`` holds."""
+    if layout == "neox":
+        return [values[:, :pairs], values[:, pairs:]]
+    if layout == "gptj":
+        return [values[:, 0::2], values[:, 1::2]]
+    return [values]
+
+
+@pytest.mark.parametrize("pairs", [1, 3, 32, 40])
+@pytest.mark.parametrize("layout", ["neox", "gptj", "half"])
+def test_runs_are_exact_and_bit_identical_across_threads(pairs: int, layout: str) -> None:
+    """Odd widths, starts inside a block and across 64-block groups, tails, and the bound; each
+    run checked against long double and equal bit for bit with 1, 2 and 3 threads."""
+    rng = np.random.default_rng(pairs)
+    freq = 1.0 / 10000.0 ** (np.arange(pairs) / max(pairs, 1))
+    freq[-1] *= rng.random()
+    factor = 1.0 if pairs % 2 else 1.2
+    plan = ropekit.rotary.Plan(freq, factor)
+    for start, count in [(0, 5), (7, 257), (16380, 17000), (2**31 - 40000, 3000), (2**32 - 300, 299)]:
+        for dtype in (np.float32, np.float64):
+            results = [ropekit.rotary.cos_sin(plan, factor, range(start, start + count), dtype=dtype,
+                                              layout=layout, threads=threads) for threads in (1, 2, 3, None)]
+            for other in results[1:]:
+                assert all(np.array_equal(a, b) for a, b in zip(results[0], other, strict=True))
+            angles = np.arange(start, start + count, dtype=np.longdouble)[:, None] * freq.astype(np.longdouble)
+            for values, want in zip(results[0], (np.cos(angles) * factor, np.sin(angles) * factor), strict=True):
+                for copy in _columns(values, layout, pairs):
+                    assert float(np.abs(copy - want).max()) <= 5e-7 * factor
+
+
+@pytest.mark.parametrize("layout", ["neox", "gptj", "half"])
+def test_scattered_positions_are_exact(layout: str) -> None:
+    table = ropekit.load(LLAMA31_8B).table
+    pairs = len(table.inv_freq)
+    rng = np.random.default_rng(3)
+    for positions in (np.array([3, 1, 2, 9, 7]), rng.integers(0, 2**32 - 1, 3000), rng.integers(0, 70000, 3000),
+                      np.arange(100, 9000)[::-3]):
+        for dtype in (np.float32, np.float64, np.float16):
+            cos, sin = table.cos_sin(positions, dtype=dtype, layout=layout)
+            angles = positions.astype(np.longdouble)[:, None] * table.inv_freq.astype(np.longdouble)
+            tolerance = 1e-3 if dtype == np.float16 else 5e-7 * table.attention_factor
+            for values, want in ((cos, np.cos(angles)), (sin, np.sin(angles))):
+                for copy in _columns(values, layout, pairs):
+                    assert float(np.abs(copy - want * table.attention_factor).max()) <= tolerance
+
+
+def test_misaligned_out_buffers_are_filled_exactly() -> None:
+    """float32 buffers that start 4 bytes into an allocation (the integer views in the fast path
+    are then misaligned) get the same bits as a fresh array."""
+    table = ropekit.load(LLAMA31_8B).table
+    for layout in ("neox", "gptj", "half"):
+        width = table.rotary_dim // (2 if layout == "half" else 1)
+        buffers = []
+        for _ in range(2):
+            raw = np.zeros(1000 * width * 4 + 4, np.uint8)
+            buffers.append(np.frombuffer(raw[4:].data, dtype=np.float32).reshape(1000, width))
+        table.cos_sin(1000, layout=layout, out=(buffers[0], buffers[1]))
+        fresh = table.cos_sin(1000, layout=layout)
+        assert np.array_equal(buffers[0], fresh[0]) and np.array_equal(buffers[1], fresh[1])
+
+
+def test_concurrent_callers_get_their_own_results() -> None:
+    """Callers on many threads at once, each asking for two threads: the helpers are shared, the
+    scratch is per thread, and every caller gets exactly what it would alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    table = ropekit.load(LLAMA31_8B).table
+    starts = [0, 5000, 123457, 2**30, 77, 9999, 40000, 2**31]
+    alone = [table.cos_sin(range(start, start + 9000), threads=1) for start in starts]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda start: table.cos_sin(range(start, start + 9000), threads=2), starts))
+    for (cos, sin), (want_cos, want_sin) in zip(together, alone, strict=True):
+        assert np.array_equal(cos, want_cos) and np.array_equal(sin, want_sin)

@@ -1,0 +1,90 @@
+"""The helper threads behind ``cos_sin(threads=...)``: every job runs, failures surface after
+all have finished, concurrent callers never wait on each other, and a forked child starts its own."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import pytest
+
+from ropekit import workers
+
+
+def test_every_job_runs_once() -> None:
+    seen: list[int] = []
+    lock = threading.Lock()
+
+    def job(number: int) -> None:
+        with lock:
+            seen.append(number)
+
+    workers.run_all([lambda number=number: job(number) for number in range(7)])  # type: ignore[misc]
+    assert sorted(seen) == list(range(7))
+
+
+def test_a_failing_helper_job_raises_after_the_others_finish() -> None:
+    finished = threading.Event()
+
+    def slow() -> None:
+        time.sleep(0.05)
+        finished.set()
+
+    def broken() -> None:
+        raise ValueError("slice 2 failed")
+
+    with pytest.raises(ValueError, match="slice 2 failed"):
+        workers.run_all([slow, broken])
+    assert finished.is_set()
+    workers.run_all([lambda: None, lambda: None])  # the helper is usable again
+
+
+def test_the_first_failure_wins_and_the_caller_still_waits() -> None:
+    finished = threading.Event()
+
+    def caller_job() -> None:
+        raise KeyError("caller")
+
+    def helper_job() -> None:
+        time.sleep(0.05)
+        finished.set()
+
+    with pytest.raises(KeyError, match="caller"):
+        workers.run_all([caller_job, helper_job])
+    assert finished.is_set()
+
+
+def test_jobs_without_an_idle_helper_run_on_the_caller() -> None:
+    names: list[str] = []
+    jobs = [lambda: names.append(threading.current_thread().name) for _ in range(workers.available_cores() + 3)]
+    workers.run_all(jobs)
+    assert len(names) == len(jobs)
+    assert names.count(threading.current_thread().name) >= 4  # the first job and the overflow
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX-only")
+def test_a_forked_child_starts_its_own_helpers() -> None:
+    workers.run_all([lambda: None, lambda: None])  # the parent has helpers
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        status = 1
+        try:
+            done: list[int] = []
+            workers.run_all([lambda: done.append(1), lambda: done.append(2)])
+            status = 0 if sorted(done) == [1, 2] else 1
+        finally:
+            os.write(write, bytes([status]))
+            os._exit(status)
+    os.close(write)
+    _, code = os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"\x00" and os.waitstatus_to_exitcode(code) == 0
+    os.close(read)
+
+
+def test_available_cores_is_positive() -> None:
+    assert workers.available_cores() >= 1
+    if sys.platform.startswith("linux"):
+        assert workers.available_cores() == len(os.sched_getaffinity(0))
