@@ -6,8 +6,9 @@ Each command runs in a fresh interpreter, interleaved with the others, ``--runs`
 medians and their ratios are printed (machines are noisy: read the ratios). Python writes and
 reuses bytecode as it does by default (``PYTHONDONTWRITEBYTECODE`` is dropped for the timed
 processes: with it, an editable install recompiles every module of ropekit on every run).
-``--installs`` also times ropekit from a fresh wheel install and a fresh editable install (two
-temporary virtualenvs sharing this interpreter's site-packages for numpy). If transformers and
+``--installs`` also times ropekit from a fresh wheel install and a fresh editable install: two
+clean temporary virtualenvs (no system site-packages, so no ``.pth`` hooks of this machine's
+Python weigh on either side), each with its own numpy, attrs and pluggy from pip. If transformers and
 torch are importable (``pip install -e ".[reference]"``) the same table computed through
 transformers' own rotary module is timed as well.
 """
@@ -49,12 +50,11 @@ def _time(command: list[str]) -> float:
 
 
 def _venv(folder: Path, editable: bool) -> str:
-    """A virtualenv seeing this interpreter's packages, with ropekit installed from this checkout."""
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(folder)], check=True)
+    """A clean virtualenv with ropekit and its runtime dependencies installed from this checkout."""
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
     python = str(folder / "bin" / "python")
     target = ["-e", str(ROOT)] if editable else [str(ROOT)]
-    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", *target], check=True,
-                   env=ENV)
+    subprocess.run([python, "-m", "pip", "install", "-q", *target], check=True, env=ENV)
     return python
 
 
@@ -73,7 +73,8 @@ def main() -> None:
         for kind, editable in (("wheel", False), ("editable", True)):
             python = _venv(Path(scratch.name) / kind, editable)
             commands[f"import numpy ({kind} venv)"] = [python, "-c", "import numpy"]
-            commands[f"ropekit table --json ({kind})"] = [python, "-m", "ropekit", "table", args.config, "--json"]
+            script = str(Path(python).parent / "ropekit")  # the console script a user types
+            commands[f"ropekit table --json ({kind})"] = [script, "table", args.config, "--json"]
     if _has_transformers():
         commands["transformers (same table)"] = [sys.executable, "-c", TRANSFORMERS_SNIPPET, args.config]
     for command in commands.values():  # warm the page cache once

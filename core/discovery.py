@@ -99,10 +99,13 @@ def _normalise(name: str) -> str:
 
 def _group_entries(path: str, group: str) -> list[tuple[str, str]]:
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        with open(path, "rb") as handle:
+            data = handle.read()
     except OSError:
         return []
+    if group.encode() not in data:  # most distributions: no need to decode and parse
+        return []
+    text = data.decode("utf-8", errors="replace")
     entries: list[tuple[str, str]] = []
     in_group = False
     for raw in text.splitlines():

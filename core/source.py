@@ -76,7 +76,7 @@ def _read_text(path: str) -> str:
     if len(data) > MAX_CONFIG_BYTES:  # it grew since stat
         raise ConfigSourceError("", f"{path}: larger than {MAX_CONFIG_BYTES} bytes; a config is smaller")
     try:
-        return data.decode("utf-8-sig")
+        return data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")  # a BOM is dropped, as "utf-8-sig" would
     except UnicodeDecodeError as error:
         raise ConfigSourceError("", f"{path}: not UTF-8 (byte {error.start}: {data[error.start:error.start + 1]!r}); "
                                 "config.json must be UTF-8 JSON") from None
