@@ -34,7 +34,11 @@ LLAMA31_8B: dict[str, Any] = {
 
 
 def median_us(run: Callable[[], object], repeats: int) -> float:
-    run()  # warm-up
+    warm_until = time.perf_counter() + 0.1  # warm-up: the allocator, caches and helper threads settle
+    while True:
+        run()
+        if time.perf_counter() > warm_until:
+            break
     samples = []
     number = max(1, int(2e-3 / max(_once(run), 1e-7)))  # batch tiny calls so the timer resolves them
     for _ in range(repeats):

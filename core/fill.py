@@ -123,12 +123,16 @@ def fill_run(plan: Plan, start: int, count: int, cos: Any, sin: Any, layout: str
 
     plan.offsets(_work_dtype(cos.dtype))  # built once, before the threads
     plan.steps()
-    per = -(-blocks // threads)
+    # the caller starts at once, a helper some 20 us later: the caller's slice takes a block more
+    per = max(1, (blocks - 1) // threads)
+    sizes = [blocks - per * (threads - 1)] + [per] * (threads - 1)
     jobs = []
-    for first in range(0, blocks, per):
-        low, high = first * BLOCK, min(count, (first + per) * BLOCK)
+    first = 0
+    for size in sizes:
+        low, high = first * BLOCK, min(count, (first + size) * BLOCK)
         jobs.append(functools.partial(_fill_contiguous, plan, start, first, high - low, cos[low:high],
                                       sin[low:high], layout))
+        first += size
     run_all(jobs)
 
 

@@ -116,3 +116,20 @@ def test_lenient_warns_in_one_line(capsys: pytest.CaptureFixture[str], tmp_path:
     err = capsys.readouterr().err
     assert err == ("ropekit: warning: rope_scaling.extra: unknown key for rope_type 'linear'; "
                    "its keys are: factor (ignored)\n")
+
+
+@pytest.mark.parametrize("columns", [50, 120])
+def test_help_wraps_to_the_terminal_width(columns: int) -> None:
+    """The help formatter sizes itself as shutil would (COLUMNS first), without importing shutil."""
+    env = {"COLUMNS": str(columns), "PATH": "", "PYTHONPATH": ":".join(sys.path)}
+    code = ("import sys\nbefore = 'shutil' in sys.modules  # a site hook may have imported it already\n"
+            "from ropekit.cli import main\ntry:\n    main(['table', '--help'])\nfinally:\n"
+            "    print(before or 'shutil' not in sys.modules, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code],
+                          capture_output=True, text=True, env=env, check=False)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and any("--seq-len" in line for line in lines)
+    assert max(map(len, lines)) <= columns - 2
+    assert done.stderr.strip() == "True"
+    if columns == 120:  # the --seq-len help fits on one line at this width
+        assert max(map(len, lines)) > 50

@@ -248,3 +248,12 @@ def test_yarn_with_an_enormous_beta_still_builds() -> None:
                                "beta_fast": 2.8e307}}
     table = ropekit.load(config).table
     assert np.all(np.isfinite(table.inv_freq))
+
+
+def test_a_byte_order_mark_is_dropped_once(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(BASE).encode())
+    assert ropekit.load(path).table.rope_type == "llama3"
+    path.write_bytes(b"\xef\xbb\xbf\xef\xbb\xbf" + json.dumps(BASE).encode())  # a second one is not JSON
+    with pytest.raises(ropekit.ConfigSourceError, match="not valid JSON"):
+        ropekit.load(path)
