@@ -9,14 +9,16 @@ float32 angle. The products are split into cos and sin by integer casts that wri
 layout in the same pass (:func:`store_products`): numpy has no planar complex multiply, and a
 strided copy of the real parts costs twice as much.
 
-Work arrays are kept per thread (:func:`scratch_for`, at most a few MiB each), so a call never
+Work arrays are kept per thread (:func:`borrowed`, at most a few MiB each), so a call never
 faults in fresh temporaries.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 
     from .rotary import Plan
 
-__all__ = ["BLOCK", "STEPS", "base_rows", "fill_positions", "fill_run", "scratch_for", "store_products", "unit_circle"]
+__all__ = ["BLOCK", "STEPS", "base_rows", "borrowed", "fill_positions", "fill_run", "store_products", "unit_circle"]
 
 BLOCK = 256  # positions per block: the offset table's rows
 STEPS = 64  # rows of the plan's step table: exp(i 256 k f) for k < 64, float64
@@ -46,15 +48,20 @@ def unit_circle(angles: npt.NDArray[np.float64], scale: float, work: Any) -> npt
 _scratch = threading.local()
 
 
-def scratch_for(work: Any, size: int) -> npt.NDArray[Any]:
-    """A per-thread flat work array of at least ``size`` elements, reused across calls (and
-    tables): a call never faults in fresh temporaries."""
+@contextlib.contextmanager
+def borrowed(work: Any, size: int) -> Iterator[npt.NDArray[Any]]:
+    """A flat work array of at least ``size`` elements, kept per thread and reused across calls
+    and tables, so a call never faults in fresh temporaries. It is taken out of the thread's
+    store while in use: a nested call on the same thread (a signal handler, a ``__del__``) gets
+    a fresh one instead of overwriting it."""
     key = np.dtype(work).name
-    found: npt.NDArray[Any] | None = getattr(_scratch, key, None)
+    found: npt.NDArray[Any] | None = _scratch.__dict__.pop(key, None)
     if found is None or found.shape[0] < size:
         found = np.empty(size, dtype=work)
+    try:
+        yield found
+    finally:
         setattr(_scratch, key, found)
-    return found
 
 
 def _fill_direct(plan: Plan, positions: npt.NDArray[np.float64], cos: Any, sin: Any, layout: str) -> None:
@@ -75,23 +82,26 @@ def fill_positions(plan: Plan, where: npt.NDArray[np.int64], cos: Any, sin: Any,
     offsets, steps = plan.offsets(work), plan.steps()
     pairs = plan.freq.shape[0]
     size = min(count, _CHUNK_PRODUCTS // pairs + 1)
-    scratch = scratch_for(work, 3 * size * pairs + 1)  # products (+ 1, see store_products), two gathers
-    products = scratch[: size * pairs + 1]
-    gathered = scratch[size * pairs + 1 : 3 * size * pairs + 1].reshape(2, size, pairs)
-    temporary = scratch_for(np.uint64, size * pairs) if cos.dtype == np.float32 and layout == "gptj" else None
-    for begin in range(0, count, size):
-        chunk = where[begin : begin + size]
-        n = chunk.shape[0]
-        block, offset = np.divmod(chunk, BLOCK)
-        blocks, which = _distinct(block)
-        groups, group_of = _distinct(blocks // STEPS)
-        far = unit_circle((BLOCK * STEPS * groups.astype(np.float64))[:, None] * plan.freq[None, :],
-                           plan.factor, np.complex128)
-        bases = (far[group_of] * steps[blocks % STEPS]).astype(work)
-        np.take(bases, which, axis=0, out=gathered[0, :n])
-        np.take(offsets, offset, axis=0, out=gathered[1, :n])
-        np.multiply(gathered[0, :n], gathered[1, :n], out=products[: n * pairs].reshape(n, pairs))
-        _store_chunk(products, n, pairs, cos[begin : begin + n], sin[begin : begin + n], layout, temporary)
+    block_size = size * pairs
+    gptj32 = cos.dtype == np.float32 and layout == "gptj"
+    # products (+ 1 spare, see store_products), two gathers, and gptj's integer temporary
+    with borrowed(work, (4 if gptj32 else 3) * block_size + 1) as scratch:
+        products = scratch[: block_size + 1]
+        gathered = scratch[block_size + 1 : 3 * block_size + 1].reshape(2, size, pairs)
+        temporary = scratch[3 * block_size + 1 : 4 * block_size + 1].view(np.uint64) if gptj32 else None
+        for begin in range(0, count, size):
+            chunk = where[begin : begin + size]
+            n = chunk.shape[0]
+            block, offset = np.divmod(chunk, BLOCK)
+            blocks, which = _distinct(block)
+            groups, group_of = _distinct(blocks // STEPS)
+            far = unit_circle((BLOCK * STEPS * groups.astype(np.float64))[:, None] * plan.freq[None, :],
+                              plan.factor, np.complex128)
+            bases = (far[group_of] * steps[blocks % STEPS]).astype(work)
+            np.take(bases, which, axis=0, out=gathered[0, :n])
+            np.take(offsets, offset, axis=0, out=gathered[1, :n])
+            np.multiply(gathered[0, :n], gathered[1, :n], out=products[: n * pairs].reshape(n, pairs))
+            _store_chunk(products, n, pairs, cos[begin : begin + n], sin[begin : begin + n], layout, temporary)
 
 
 def _distinct(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -192,26 +202,28 @@ def _fill_contiguous(plan: Plan, start: int, first: int, count: int, cos: Any, s
     offsets = plan.offsets(work)
     pairs = plan.freq.shape[0]
     chunk_blocks = max(1, min(STEPS, _CHUNK_PRODUCTS // (BLOCK * pairs)))
-    scratch = scratch_for(work, chunk_blocks * BLOCK * pairs + 1)  # + 1: see store_products
+    chunk = chunk_blocks * BLOCK * pairs
     gptj32 = cos.dtype == np.float32 and layout == "gptj"
-    temporary = scratch_for(np.uint64, chunk_blocks * BLOCK * pairs) if gptj32 else None
-    blocks = -(-count // BLOCK)
-    done = 0
-    while done < blocks:
-        group = min(blocks - done, STEPS - (first + done) % STEPS)  # blocks sharing one far row
-        bases = base_rows(plan, start, first + done, group, work)
-        for offset in range(0, group, chunk_blocks):
-            low = (done + offset) * BLOCK
-            rows = min(count - low, chunk_blocks * BLOCK, (group - offset) * BLOCK)
-            whole, tail = divmod(rows, BLOCK)
-            if whole:
-                np.multiply(bases[offset : offset + whole, None, :], offsets,
-                            out=scratch[: whole * BLOCK * pairs].reshape(whole, BLOCK, pairs))
-            if tail:
-                np.multiply(bases[offset + whole], offsets[:tail],
-                            out=scratch[whole * BLOCK * pairs : rows * pairs].reshape(tail, pairs))
-            _store_chunk(scratch, rows, pairs, cos[low : low + rows], sin[low : low + rows], layout, temporary)
-        done += group
+    with borrowed(work, (2 if gptj32 else 1) * chunk + 1) as scratch:  # + 1 spare: see store_products
+        temporary = scratch[chunk + 1 : 2 * chunk + 1].view(np.uint64) if gptj32 else None
+        blocks = -(-count // BLOCK)
+        done = 0
+        while done < blocks:
+            group = min(blocks - done, STEPS - (first + done) % STEPS)  # blocks sharing one far row
+            bases = base_rows(plan, start, first + done, group, work)
+            for offset in range(0, group, chunk_blocks):
+                low = (done + offset) * BLOCK
+                rows = min(count - low, chunk_blocks * BLOCK, (group - offset) * BLOCK)
+                whole, tail = divmod(rows, BLOCK)
+                if whole:
+                    np.multiply(bases[offset : offset + whole, None, :], offsets,
+                                out=scratch[: whole * BLOCK * pairs].reshape(whole, BLOCK, pairs))
+                if tail:
+                    np.multiply(bases[offset + whole], offsets[:tail],
+                                out=scratch[whole * BLOCK * pairs : rows * pairs].reshape(tail, pairs))
+                _store_chunk(scratch, rows, pairs, cos[low : low + rows], sin[low : low + rows], layout,
+                             temporary)
+            done += group
 
 
 def _store_chunk(scratch: npt.NDArray[Any], rows: int, pairs: int, cos: Any, sin: Any, layout: str,

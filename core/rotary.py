@@ -3,7 +3,8 @@
 Angles are never formed in float32 (float32 angles lose about 1e-2 rad by position 131072).
 Each row is a complex product of tables evaluated in float64 (see :mod:`ropekit.fill`): for
 float32/float16 output the product runs in complex64, within ``5e-7 * attention_factor`` of
-exact at every accepted position (measured 1.4e-7 below 2**20, 2.4e-7 near 2**32); float64
+exact at every accepted position (measured 1.4e-7 below 2**20, 2.4e-7 near 2**32, 4.5e-7 in a
+constructed worst case there, where both float64 roundings line up); float64
 output uses complex128 and carries the float64 angle's own rounding, about
 ``position * inv_freq * 1.1e-16`` rad (5.5e-11 at 2**20, 2.4e-7 near 2**32).
 """
@@ -36,17 +37,21 @@ LAYOUTS: tuple[str, ...] = ("neox", "gptj", "half")
 
 MAX_ANGLE = float(1 << 32)
 """The largest angle (``position * inv_freq``, radians) served: below it a float32 cache is within
-5e-7 (times the attention factor) of exact (measured 2.1e-7 at 2**32); past it float64 angle
+5e-7 (times the attention factor) of exact (measured 2.4e-7 at 2**32, 4.5e-7 at worst); past it float64 angle
 reduction itself drifts (7.9e-7 at 2**34, 4.9e-5 at 2**40). With ``inv_freq[0] == 1`` (every
 built-in), positions up to ``2**32 - 1``."""
 
 _DTYPES = ("float16", "float32", "float64", "bfloat16")
 
 
+_INT64_MAX = (1 << 63) - 1  # positions are int64 inside; a larger one would wrap
+
+
 def max_position(inv_freq: npt.NDArray[np.float64]) -> int:
-    """The largest position :func:`cos_sin` serves for ``inv_freq`` (see :data:`MAX_ANGLE`)."""
+    """The largest position :func:`cos_sin` serves for ``inv_freq`` (see :data:`MAX_ANGLE`), at most
+    ``2**63 - 1``."""
     peak = float(np.max(inv_freq)) if inv_freq.size else 0.0
-    return int(MAX_ANGLE / peak) - 1 if peak > 0 else (1 << 62)
+    return min(int(MAX_ANGLE / peak) - 1, _INT64_MAX) if peak > 0 else _INT64_MAX
 
 
 def _as_positions(positions: Any, limit: int) -> tuple[int, int] | npt.NDArray[np.int64]:
@@ -105,6 +110,9 @@ def _check_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
     if chosen.name not in _DTYPES:
         raise ArgumentError("dtype", f"unsupported dtype {chosen}; valid: {', '.join(_DTYPES)} "
                             "(bfloat16 with ml_dtypes)")
+    if not chosen.isnative:
+        raise ArgumentError("dtype", f"{chosen.str} is not in this machine's byte order; valid: {chosen.name} "
+                            f"({chosen.newbyteorder('=').str}), then byteswap the result if a file needs it")
     return chosen
 
 

@@ -65,13 +65,24 @@ _owner = os.getpid()
 _started = 0
 
 
+def _forget_helpers() -> None:
+    """In a forked child: the parent's helper threads do not exist here, and ``_lock`` may have
+    been held by one of its threads at the fork."""
+    global _lock, _owner, _started
+    _lock, _owner, _started = threading.Lock(), os.getpid(), 0
+    _idle.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helpers)
+
+
 def _take(wanted: int) -> list[_Helper]:
     """Up to ``wanted`` idle helpers, starting new ones while fewer than ``cores - 1`` exist."""
-    global _owner, _started
+    global _started
+    if _owner != os.getpid():  # a fork without the hook above
+        _forget_helpers()
     with _lock:
-        if _owner != os.getpid():  # a forked child: the parent's threads do not exist here
-            _owner, _started = os.getpid(), 0
-            _idle.clear()
         taken = [_idle.pop() for _ in range(min(wanted, len(_idle)))]
         while len(taken) < wanted and _started < available_cores() - 1:
             _started += 1
@@ -87,8 +98,9 @@ def _give_back(helpers: list[_Helper]) -> None:
 
 def run_all(jobs: Sequence[Callable[[], None]]) -> None:
     """Run every job: the first on the calling thread, the rest on idle helpers or, when none is
-    free, on the calling thread too. Re-raise the first exception once every job has finished
-    (no job is left writing into a caller's buffer)."""
+    free, on the calling thread too. Re-raise the first exception once every job has finished:
+    no job is left writing into a caller's buffer, even when the wait itself is interrupted
+    (Ctrl-C), and every helper goes back to the pool."""
     helpers = _take(len(jobs) - 1) if len(jobs) > 1 else []
     for helper, job in zip(helpers, jobs[1:], strict=False):
         helper.begin(job)
@@ -98,9 +110,17 @@ def run_all(jobs: Sequence[Callable[[], None]]) -> None:
             job()
         except BaseException as caught:  # re-raised below, after the helpers finish
             failure = failure or caught
+    interrupted: BaseException | None = None
     for helper in helpers:
-        error = helper.wait()  # every helper is waited for, whatever failed first
+        while True:
+            try:
+                error = helper.wait()
+                break
+            except BaseException as caught:  # a KeyboardInterrupt here: keep waiting, raise it after
+                interrupted = interrupted or caught
         failure = failure or error
     _give_back(helpers)
+    if interrupted is not None:
+        raise interrupted
     if failure is not None:
         raise failure

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -264,7 +264,7 @@ def test_runs_are_exact_and_bit_identical_across_threads(pairs: int, layout: str
 
 
 @pytest.mark.parametrize("layout", ["neox", "gptj", "half"])
-def test_scattered_positions_are_exact(layout: str) -> None:
+def test_scattered_positions_are_exact(layout: Literal["neox", "gptj", "half"]) -> None:
     table = ropekit.load(LLAMA31_8B).table
     pairs = len(table.inv_freq)
     rng = np.random.default_rng(3)
@@ -306,3 +306,34 @@ def test_concurrent_callers_get_their_own_results() -> None:
         together = list(pool.map(lambda start: table.cos_sin(range(start, start + 9000), threads=2), starts))
     for (cos, sin), (want_cos, want_sin) in zip(together, alone, strict=True):
         assert np.array_equal(cos, want_cos) and np.array_equal(sin, want_sin)
+
+
+def test_a_nested_call_on_the_same_thread_does_not_share_scratch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call made while another is between its multiply and its store (a signal handler, a
+    ``__del__``) gets its own work array."""
+    from ropekit import fill
+
+    table = ropekit.load(LLAMA31_8B).table
+    want = table.cos_sin(5000, threads=1)
+    real_store = fill._store_chunk
+    nested: list[int] = []
+
+    def store_after_a_nested_call(*args: Any) -> None:
+        if not nested:
+            nested.append(1)
+            table.cos_sin(range(777, 5777), threads=1)
+        real_store(*args)
+
+    monkeypatch.setattr(fill, "_store_chunk", store_after_a_nested_call)
+    got = table.cos_sin(5000, threads=1)
+    assert nested and np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_foreign_byte_order_and_positions_past_int64_are_refused() -> None:
+    foreign = np.dtype(np.float64).newbyteorder("S")
+    with pytest.raises(ropekit.ArgumentError, match="byte order"):
+        ropekit.rotary.cos_sin(np.array([1.0, 0.1]), 1.0, 3, dtype=foreign)
+    tiny = np.array([1e-12, 1e-13])  # the angle bound alone would allow positions past 2**63
+    assert ropekit.rotary.max_position(tiny) == 2**63 - 1
+    with pytest.raises(ropekit.ArgumentError, match="positions must lie"):
+        ropekit.rotary.cos_sin(tiny, 1.0, np.array([2**63 + 7], dtype=np.uint64))

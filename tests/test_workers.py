@@ -88,3 +88,30 @@ def test_available_cores_is_positive() -> None:
     assert workers.available_cores() >= 1
     if sys.platform.startswith("linux"):
         assert workers.available_cores() == len(os.sched_getaffinity(0))
+
+
+def test_an_interrupted_wait_still_waits_for_the_helper_and_returns_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the caller waits: the helper's slice still finishes before the interrupt is
+    raised (it writes into the caller's buffer), and the helper goes back to the pool."""
+    workers.run_all([lambda: None, lambda: None])  # a helper exists
+    real_wait = workers._Helper.wait
+    interrupts = iter([KeyboardInterrupt()])
+
+    def interrupted_wait(self: workers._Helper) -> BaseException | None:
+        pending = next(interrupts, None)
+        if pending is not None:
+            raise pending
+        return real_wait(self)
+
+    monkeypatch.setattr(workers._Helper, "wait", interrupted_wait)
+    finished = threading.Event()
+
+    def slow() -> None:
+        time.sleep(0.05)
+        finished.set()
+
+    idle_before = len(workers._idle)
+    with pytest.raises(KeyboardInterrupt):
+        workers.run_all([lambda: None, slow])
+    assert finished.is_set()
+    assert len(workers._idle) == idle_before
