@@ -134,9 +134,12 @@ def main() -> None:
         ours = median_us(allocating, args.repeats)
         rows: list[tuple[str, float, float | None]] = [
             ("ropekit cos_sin (default threads)", ours, error(table.cos_sin(count)[0], table.inv_freq, factor)),
-            ("ropekit cos_sin(threads=1)", median_us(one_thread, args.repeats), None),
-            ("ropekit cos_sin(threads=2)", median_us(two_threads, args.repeats), None),
-            ("ropekit cos_sin(out=buffers)", median_us(into_buffers, args.repeats), None),
+            ("ropekit cos_sin(threads=1)", median_us(one_thread, args.repeats),
+             error(table.cos_sin(count, threads=1)[0], table.inv_freq, factor)),
+            ("ropekit cos_sin(threads=2)", median_us(two_threads, args.repeats),
+             error(table.cos_sin(count, threads=2)[0], table.inv_freq, factor)),
+            ("ropekit cos_sin(out=buffers)", median_us(into_buffers, args.repeats),
+             error(table.cos_sin(count, out=out)[0], table.inv_freq, factor)),
             ("np.copyto of the output bytes", median_us(copy_output, args.repeats), None),
         ]
         for name, (run, values) in peers(count, table).items():
