@@ -4,9 +4,10 @@
 
 For each number of positions it prints, measured in this run (machines are noisy: read the ratios
 and medians):
-- ropekit ``RopeTable.cos_sin`` allocating with its default threads (one per 2048 positions, up
-  to the cores available, as torch's own ops use every core), on one thread (``threads=1``), on
-  two (``threads=2``, bit-identical to one), and into preallocated buffers (``out=``);
+- ropekit ``RopeTable.cos_sin`` allocating with its default threads (up to the cores available,
+  as torch's own ops use every core, at least 2048 positions each), on one thread
+  (``threads=1``), on at most two (``threads=2``, bit-identical to one), and into preallocated
+  buffers (``out=``);
 - ``np.copyto`` of the same output bytes into the same buffers (the floor: merely writing it);
 - transformers' CPU rotary forward (``LlamaRotaryEmbedding``) and a vLLM-style float32 torch cache
   (``cos(outer(t, inv_freq))``), if torch and transformers are installed (``pip install -e ".[reference]"``);

@@ -33,7 +33,7 @@ __all__ = ["BLOCK", "STEPS", "base_rows", "borrowed", "fill_positions", "fill_ru
 BLOCK = 256  # positions per block: the offset table's rows
 STEPS = 64  # rows of the plan's step table: exp(i 256 k f) for k < 64, float64
 _CHUNK_PRODUCTS = 131072  # products per numpy call (1 MiB of complex64): fewer calls beat a smaller cache footprint
-_AUTO_ROWS_PER_THREAD = 2048  # threads=None: a thread per this many positions, at most one per core
+_ROWS_PER_THREAD = 2048  # the fewest positions a thread is given
 _DIRECT = 4  # calls this short skip the tables: a few transcendentals beat building a base row
 
 
@@ -115,17 +115,17 @@ def _distinct(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt
 
 
 def fill_run(plan: Plan, start: int, count: int, cos: Any, sin: Any, layout: str, threads: int | None) -> None:
-    """Positions ``start .. start + count - 1``, on up to ``threads`` threads (``None``: one per
-    2048 positions, at most one per core), in slices on block boundaries. A block's values depend
+    """Positions ``start .. start + count - 1``, on up to ``threads`` threads (``None``: the cores
+    available) but at least 2048 positions each, in slices on block boundaries. A block's values depend
     only on the run's start and the block's index (see :func:`base_rows`), so the result does not
     depend on the number of threads."""
     if count <= _DIRECT:
         _fill_direct(plan, np.arange(start, start + count, dtype=np.float64), cos, sin, layout)
         return
     blocks = -(-count // BLOCK)
-    if threads is None:
-        threads = min(_cores(), count // _AUTO_ROWS_PER_THREAD)
-    threads = max(1, min(threads, blocks))
+    # at most the threads asked for (None: the cores), and no thread gets fewer than 2048
+    # positions: below that, waking a helper costs more than it saves
+    threads = max(1, min(_cores() if threads is None else threads, count // _ROWS_PER_THREAD))
     if threads == 1:
         _fill_contiguous(plan, start, 0, count, cos, sin, layout)
         return

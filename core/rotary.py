@@ -195,10 +195,11 @@ def cos_sin(
     (width ``pairs``, one column per pair, as vLLM and onnxruntime-genai store it). ``out`` takes
     two preallocated, writable, C-contiguous, non-overlapping arrays of that shape and dtype to fill.
 
-    ``threads``: how many threads may share a long contiguous run (numpy releases the GIL). The
-    default, ``None``, uses one thread per 2048 positions up to the cores this process may run on
-    (as torch's own CPU ops do); ``1`` keeps the call on the calling thread. The result is
-    bit-identical whatever the number. ``inv_freq`` may be a :class:`Plan` (``attention_factor``
+    ``threads``: at most how many threads share a contiguous run (numpy releases the GIL); none
+    is given fewer than 2048 positions, where waking it would cost more than it saves. The
+    default, ``None``, allows as many as the cores this process may run on (as torch's own CPU
+    ops do); ``1`` keeps the call on the calling thread. The result is bit-identical whatever
+    the number. ``inv_freq`` may be a :class:`Plan` (``attention_factor``
     is then ignored): repeated calls reuse its tables.
     """
     if layout not in LAYOUTS:

@@ -148,9 +148,10 @@ class RopeTable:
 
         ``layout``: ``neox`` (rotate-half) or ``gptj`` (interleaved), shape ``(N, rotary_dim)``, or
         ``half`` (one column per pair, ``(N, rotary_dim / 2)``); default: the table's own
-        :attr:`layout`. ``threads``: how many threads may share a long run; the default, ``None``,
-        takes one per 2048 positions, up to the cores the process may run on (as torch's CPU ops
-        do); ``1`` stays on the calling thread. The result is bit-identical either way. What depends only on
+        :attr:`layout`. ``threads``: at most how many threads share a long run, none with fewer than
+        2048 positions; the default, ``None``, allows as many as the cores the process may run on
+        (as torch's CPU ops do); ``1`` stays on the calling thread. The result is bit-identical
+        either way. What depends only on
         the table (checked frequencies, offset tables) is computed once per table and reused, so
         a one-position decode step costs tens of microseconds. For a seq-len-dependent scheme,
         take :meth:`at` first.
