@@ -115,3 +115,16 @@ def test_an_interrupted_wait_still_waits_for_the_helper_and_returns_it(monkeypat
         workers.run_all([lambda: None, slow])
     assert finished.is_set()
     assert len(workers._idle) == idle_before
+
+
+def test_when_no_thread_can_start_the_caller_does_all_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(workers, "_idle", [])
+    monkeypatch.setattr(workers, "_started", 0)
+
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    names: list[str] = []
+    workers.run_all([lambda: names.append(threading.current_thread().name) for _ in range(3)])
+    assert names == [threading.current_thread().name] * 3
