@@ -23,12 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .workers import available_cores, run_all
+
 if TYPE_CHECKING:
     import numpy.typing as npt
 
     from .rotary import Plan
 
-__all__ = ["BLOCK", "STEPS", "base_rows", "borrowed", "fill_positions", "fill_run", "store_products", "unit_circle"]
+__all__ = ["BLOCK", "STEPS", "fill_positions", "fill_run", "unit_circle"]
 
 BLOCK = 256  # positions per block: the offset table's rows
 STEPS = 64  # rows of the plan's step table: exp(i 256 k f) for k < 64, float64
@@ -125,12 +127,10 @@ def fill_run(plan: Plan, start: int, count: int, cos: Any, sin: Any, layout: str
     blocks = -(-count // BLOCK)
     # at most the threads asked for (None: the cores), and no thread gets fewer than 2048
     # positions: below that, waking a helper costs more than it saves
-    threads = max(1, min(_cores() if threads is None else threads, count // _ROWS_PER_THREAD))
+    threads = max(1, min(available_cores() if threads is None else threads, count // _ROWS_PER_THREAD))
     if threads == 1:
         _fill_contiguous(plan, start, 0, count, cos, sin, layout)
         return
-    from .workers import run_all
-
     plan.offsets(_work_dtype(cos.dtype))  # built once, before the threads
     plan.steps()
     # the caller starts at once, a helper some 20 us later: the caller's slice takes a block more
@@ -144,13 +144,6 @@ def fill_run(plan: Plan, start: int, count: int, cos: Any, sin: Any, layout: str
                                       sin[low:high], layout))
         first += size
     run_all(jobs)
-
-
-@functools.cache
-def _cores() -> int:
-    from .workers import available_cores
-
-    return available_cores()
 
 
 def base_rows(plan: Plan, start: int, first: int, blocks: int, work: Any) -> npt.NDArray[Any]:

@@ -33,8 +33,6 @@ CacheLayout = Literal["neox", "gptj", "half"]
 per pair (vLLM, onnxruntime-genai); :func:`apply_rotary` then needs the pairing."""
 LAYOUTS: tuple[str, ...] = ("neox", "gptj", "half")
 
-
-
 MAX_ANGLE = float(1 << 32)
 """The largest angle (``position * inv_freq``, radians) served: below it a float32 cache is within
 5e-7 (times the attention factor) of exact (measured 2.4e-7 at 2**32, 4.5e-7 at worst); past it float64 angle
@@ -42,8 +40,6 @@ reduction itself drifts (7.9e-7 at 2**34, 4.9e-5 at 2**40). With ``inv_freq[0] =
 built-in), positions up to ``2**32 - 1``."""
 
 _DTYPES = ("float16", "float32", "float64", "bfloat16")
-
-
 _INT64_MAX = (1 << 63) - 1  # positions are int64 inside; a larger one would wrap
 
 

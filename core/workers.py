@@ -9,6 +9,7 @@ behind another call. A forked child does not inherit the helpers; it starts its 
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -16,8 +17,10 @@ from collections.abc import Callable, Sequence
 __all__ = ["available_cores", "run_all"]
 
 
+@functools.cache
 def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the OS reports one)."""
+    """The cores this process may run on (its CPU affinity where the OS reports one), read once
+    per process."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # pragma: no cover - macOS and Windows have no affinity call
@@ -72,6 +75,7 @@ def _forget_helpers() -> None:
     global _lock, _owner, _started
     _lock, _owner, _started = threading.Lock(), os.getpid(), 0
     _idle.clear()
+    available_cores.cache_clear()  # a child may be given other cores
 
 
 if hasattr(os, "register_at_fork"):
