@@ -5,7 +5,7 @@
 The catalogue mimics a Hugging Face hub cache: ``models--org--name/snapshots/<rev>/config.json``
 symlinked to blobs, with a mix of real shapes (llama3, longrope, yarn, plain, Gemma-3's two layer
 types, NoPE layers, a misspelt key, an unregistered rope_type). It is timed in process
-(``ropekit.scan.scan``) and as the command (``ropekit scan --json``, a fresh interpreter), medians of
+(``ropekit.tools.scan.scan``) and as the command (``ropekit scan --json``, a fresh interpreter), medians of
 ``--runs``; machines are noisy, so read the medians.
 """
 
@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ropekit.registry import Registry
-from ropekit.scan import scan
+from ropekit import Registry
+from ropekit.tools.scan import scan
 
 SHAPES: list[dict[str, Any]] = [
     {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 32, "num_hidden_layers": 16,
@@ -78,7 +78,7 @@ def main() -> None:
             subprocess.run([sys.executable, "-m", "ropekit", "scan", str(root), "--json"], check=False,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             command.append(time.perf_counter() - start)
-    for name, samples in (("in process (ropekit.scan.scan)", in_process), ("ropekit scan --json", command)):
+    for name, samples in (("in process (ropekit.tools.scan.scan)", in_process), ("ropekit scan --json", command)):
         median = statistics.median(samples)
         print(f"{name:34s} {args.configs / median:9.0f} configs/s  (median of {args.runs}: {median:.2f} s "
               f"for {args.configs})")

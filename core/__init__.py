@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._version import __version__
+from .contract.hookspecs import hookimpl
+from .contract.scheme import Example, Frequencies, Geometry, Key, KeyKind, Params, Scheme, plain_inv_freq
 from .errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -31,19 +34,15 @@ from .errors import (
     SchemeMismatchError,
     UnknownRopeTypeError,
 )
-from .hookspecs import hookimpl
+from .host.registry import Registry, default_registry
 from .loader import load
-from .registry import Registry, default_registry
-from .scheme import Example, Frequencies, Geometry, Key, KeyKind, Params, Scheme, plain_inv_freq
-from .table import ModelRope, RopeTable, SeqLenRule
-
-__version__ = "0.1.0"
+from .tables.table import ModelRope, RopeTable, SeqLenRule
 
 
 def __getattr__(name: str) -> Any:
     """``apply_rotary`` is imported on first use: loading tables does not need it."""
     if name == "apply_rotary":
-        from .rotary import apply_rotary
+        from .tables.rotary import apply_rotary
 
         return apply_rotary
     raise AttributeError(f"module 'ropekit' has no attribute {name!r}")

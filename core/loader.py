@@ -1,9 +1,9 @@
 """``ropekit.load``: config in, one checked table per layer type out.
 
-The path of a config: :func:`~ropekit.config.read_config` (source -> mapping),
-:func:`~ropekit.config.parse_config` (mapping -> one :class:`~ropekit.config.RopeBlock` per layer
+The path of a config: :func:`~ropekit.config.source.read_config` (source -> mapping),
+:func:`~ropekit.config.parse.parse_config` (mapping -> one :class:`~ropekit.config.parse.RopeBlock` per layer
 type, geometry resolved, every value's JSON path kept), the registry (rope_type ->
-:class:`~ropekit.loaded.LoadedScheme`), :func:`~ropekit.validation.validate_params` (block ->
+:class:`~ropekit.host.loaded.LoadedScheme`), :func:`~ropekit.config.validation.validate_params` (block ->
 params), the scheme's contained ``check`` and ``build``, then a :class:`~ropekit.RopeTable`.
 Each step hands its result down; none calls back up.
 """
@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from .config import RopeBlock, parse_config
+from .config.parse import RopeBlock, parse_config
+from .config.source import read_config
+from .config.validation import validate_params
 from .errors import RopeConfigError
-from .loaded import LoadedScheme
-from .registry import Registry, default_registry
-from .source import read_config
-from .table import ModelRope, RopeTable, SeqLenRule
-from .validation import validate_params
+from .host.loaded import LoadedScheme
+from .host.registry import Registry, default_registry
+from .tables.table import ModelRope, RopeTable, SeqLenRule
 
 __all__ = ["build_table", "load"]
 

@@ -6,7 +6,7 @@ The source lines each port follows are quoted in its docstring; where the family
 or was not read, the docstring says so. Everything is computed in float64; the family code computes
 in float32, so parity is to be judged at relative 2e-6.
 
-``main()`` writes ``tests/configs/families/reference.json``::
+``main()`` writes ``tests/data/configs/families/reference.json``::
 
     {family_file: {"inv_freq": [...], "rotary_dim": n, "layout": "neox" | "gptj",
                    "attention_factor": x, "notes": "..."}}
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-FAMILIES = ROOT / "tests" / "configs" / "families"
+FAMILIES = ROOT / "tests" / "data" / "configs" / "families"
 
 
 @dataclass(frozen=True)

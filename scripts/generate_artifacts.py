@@ -1,4 +1,4 @@
-"""Regenerate the real-producer engine artifacts under ``tests/artifacts/`` (offline).
+"""Regenerate the real-producer engine artifacts under ``tests/data/artifacts/`` (offline).
 
 What it makes: tiny random Hugging Face checkpoints (fixed seed, one layer, vocab 96) declaring various RoPE
 schemes, pushed through the *real* producers, so ``ropekit audit`` can be tested on what those producers actually
@@ -13,7 +13,7 @@ bake:
 Next to every artifact it keeps the ``config.json`` the producer was fed (hub-style: ``rope_theta`` at top level and a
 ``rope_scaling`` block), then measures what each producer served against transformers' own
 ``ROPE_INIT_FUNCTIONS`` (or, for GGUF, against an emulation of llama.cpp's run-time rules) and writes
-``tests/artifacts/MANIFEST.json``.
+``tests/data/artifacts/MANIFEST.json``.
 
 Requirements (a ``producers`` extra; these exact versions made the committed artifacts)::
 
@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-OUT = REPO / "tests" / "artifacts"
+OUT = REPO / "tests" / "data" / "artifacts"
 SEED = 0
 VOCAB = 96
 # The seed case: meta-llama/Llama-3.2-1B-Instruct's config.json (as shipped with ropekit's sample configs),

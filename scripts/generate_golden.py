@@ -1,4 +1,4 @@
-"""Regenerate ``tests/golden/transformers.json`` from transformers (the reference implementation).
+"""Regenerate ``tests/data/golden/transformers.json`` from transformers (the reference implementation).
 
     pip install -e ".[reference]"   # torch + transformers; CPU is enough
     python scripts/generate_golden.py
@@ -26,7 +26,7 @@ from transformers.models.auto.configuration_auto import model_type_to_module_nam
 sys.path.insert(0, str(Path(__file__).parent))
 from golden_cases import CASES
 
-OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "transformers.json"
+OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "golden" / "transformers.json"
 
 
 def rotary_module(config: Any) -> Any:

@@ -1,6 +1,6 @@
 """List every top-level (and ``text_config``) key of every transformers configuration class.
 
-Writes ``tests/configs/transformers_config_keys.json`` ({key: [up to two model_types that have it]}), which the
+Writes ``tests/data/configs/transformers_config_keys.json`` ({key: [up to two model_types that have it]}), which the
 strictness tests use to prove that ropekit's look-alike rule refuses no real key that does not bear
 on RoPE. Needs the ``reference`` extra (transformers); run ``python scripts/transformers_config_keys.py``.
 """
@@ -15,7 +15,7 @@ from typing import Any
 import transformers
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-OUT = Path(__file__).resolve().parent.parent / "tests" / "configs" / "transformers_config_keys.json"
+OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "configs" / "transformers_config_keys.json"
 
 
 def main() -> None:

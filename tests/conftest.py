@@ -1,32 +1,20 @@
-"""Shared fixtures: fake installed distributions, so host behaviour is tested through real
-entry-point discovery (importlib.metadata), exactly as third-party plugins are found."""
+"""Shared fixtures, for every stage's tests: fake installed distributions, so host behaviour is
+tested through real entry-point discovery (importlib.metadata), exactly as third-party plugins are
+found, and a fresh registry. Paths to the committed data and plain helpers are in ``tests/support.py``."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ropekit import Registry
 
-MakeDist = Callable[..., Path]
-
-GOOD_PLUGIN = '''
-import numpy as np
-from ropekit import Frequencies, Key, Scheme, hookimpl, plain_inv_freq
-
-def build(params, geometry, seq_len):
-    return Frequencies(plain_inv_freq(geometry.theta, geometry.rotary_dim) / params["alpha"])
-
-@hookimpl
-def ropekit_scheme():
-    return Scheme(name=NAME, doc="test scheme", build=build,
-                  keys=(Key("alpha", "float", "divisor", required=True, gt=0),))
-'''
+from .support import MakeDist
 
 
 @pytest.fixture
@@ -60,8 +48,3 @@ def make_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MakeD
 def registry() -> Registry:
     """A fresh registry that ignores $ROPEKIT_BLOCK."""
     return Registry(read_env=False)
-
-
-def plugin_source(name: str, body: str = GOOD_PLUGIN) -> str:
-    """Source of a plugin module whose scheme is called ``name``."""
-    return f"NAME = {name!r}\n" + textwrap.dedent(body)

@@ -1,0 +1,123 @@
+"""The RoPE tables an ONNX model bakes (onnxruntime-genai packs and the like). Needs ``ropekit[onnx]``.
+
+Where producers put them (checked on onnxruntime-genai 0.18's model builder): graph initializers
+``cos_cache``/``sin_cache`` of shape ``[positions, rotary_dim / 2]`` (one column per pair, the
+attention factor multiplied in, float32 or float16); for longrope, ``Constant`` nodes
+``cos_cache_small``/``_large`` inside the branches of an ``If`` node (short table ``[original, .]``,
+long table ``[max, .]``), or on DirectML one concatenated initializer ``[original + max, .]``, short
+rows first; Gemma-3's ``cos_cache_global``/``_local``; and a plain ``inv_freq`` initializer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ..errors import ArgumentError, MissingDependencyError
+from .served import ServedArtifact, ServedTable, check_regular_file
+
+__all__ = ["read_onnx"]
+
+_CACHE = re.compile(r"(?:^|[/_.])(cos|sin)_cache(?:_(small|large|global|local))?$")
+_LAYER_TYPES = {"global": "full_attention", "local": "sliding_attention"}
+_REGIMES = {"small": "short", "large": "long"}
+
+
+def _onnx() -> Any:
+    try:
+        import onnx
+    except ImportError as error:
+        raise MissingDependencyError(
+            f"reading ONNX models needs the onnx package: pip install 'ropekit[onnx]' ({error})"
+        ) from error
+    return onnx
+
+
+def read_onnx(path: str) -> ServedArtifact:
+    """The tables in an ONNX model file, or in the ``model.onnx`` of a pack directory."""
+    model_path = _model_file(path)
+    check_regular_file(model_path, "served")
+    onnx = _onnx()
+    try:
+        model = onnx.load(model_path, load_external_data=True)
+    except Exception as error:  # protobuf errors, missing external data, truncated files
+        raise ArgumentError("served", f"{model_path}: not a readable ONNX model: {type(error).__name__}: "
+                            f"{error}") from None
+    from onnx import numpy_helper
+
+    found: dict[tuple[str, str | None, str | None], dict[str, Any]] = {}
+    for where, name, tensor in _tensors(model.graph, "graph", onnx):
+        match = _CACHE.search(name)
+        if name.endswith("inv_freq"):  # every one is a table of its own (per-layer exports carry several)
+            values = np.asarray(numpy_helper.to_array(tensor), dtype=np.float64)
+            found[(where, name, None)] = {"inv_freq": values, "dtype": _dtype_name(tensor, onnx), "name": name}
+            continue
+        if match is None:
+            continue
+        which, suffix = match.group(1), match.group(2)
+        # cos and sin pair up by the rest of their name, so two cache pairs in one graph stay two
+        stem = name[: match.start(1)] + "*" + name[match.end(1) :]
+        key = (f"{_scope(where)}:{stem}", _LAYER_TYPES.get(suffix or ""), _REGIMES.get(suffix or ""))
+        entry = found.setdefault(key, {})
+        entry[which] = np.asarray(numpy_helper.to_array(tensor), dtype=np.float64)
+        entry["dtype"] = _dtype_name(tensor, onnx)
+        entry.setdefault("names", []).append(f"{where}:{name}")
+    tables = []
+    for (scope, layer_type, regime), entry in found.items():  # scope: where the table lives
+        if "inv_freq" in entry:
+            tables.append(ServedTable(f"{entry['name']} ({scope})", "inv_freq", entry["inv_freq"], entry["dtype"],
+                                      angles="exact"))
+            continue
+        if "cos" not in entry or "sin" not in entry:
+            raise ArgumentError("served", f"{model_path}: found {entry['names']} but not its cos/sin partner")
+        cos, sin = entry["cos"], entry["sin"]
+        if cos.ndim != 2 or cos.shape != sin.shape or cos.shape[0] == 0:
+            raise ArgumentError("served", f"{model_path}: cos/sin caches of shapes {cos.shape} and {sin.shape}")
+        tables.append(ServedTable(", ".join(entry["names"]), "cache", cos, entry["dtype"], sin=sin,
+                                  layer_type=layer_type, regime=regime))
+    producer = " ".join(filter(None, (model.producer_name, model.producer_version)))
+    return ServedArtifact(model_path, "onnx", tuple(tables), producer=producer)
+
+
+def _model_file(path: str) -> str:
+    if not os.path.isdir(path):
+        return path
+    candidates = sorted(name for name in os.listdir(path) if name.endswith(".onnx"))
+    if "model.onnx" in candidates:
+        return os.path.join(path, "model.onnx")
+    if len(candidates) == 1:
+        return os.path.join(path, candidates[0])
+    if not candidates:
+        raise ArgumentError("served", f"{path}: a directory without an .onnx model (give a pack, an .onnx, a .gguf "
+                            "or an array file)")
+    raise ArgumentError("served", f"{path}: several ONNX models ({', '.join(candidates)}); name one")
+
+
+def _scope(where: str) -> str:
+    """A table's scope: the subgraph path, so a pack's main graph and each If branch are told apart."""
+    return where.rsplit(":", 1)[0]
+
+
+def _dtype_name(tensor: Any, onnx: Any) -> str:
+    return str(onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type))
+
+
+def _tensors(graph: Any, where: str, onnx: Any) -> Iterator[tuple[str, str, Any]]:
+    """``(location, name, TensorProto)`` of every initializer and Constant, in subgraphs too."""
+    for tensor in graph.initializer:
+        yield where, tensor.name, tensor
+    for node in graph.node:
+        if node.op_type == "Constant":
+            for attribute in node.attribute:
+                if attribute.name == "value" and node.output:
+                    yield where, node.output[0], attribute.t
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                yield from _tensors(attribute.g, f"{where}/{node.name}.{attribute.name}", onnx)
+            elif attribute.type == onnx.AttributeProto.GRAPHS:
+                for index, subgraph in enumerate(attribute.graphs):
+                    yield from _tensors(subgraph, f"{where}/{node.name}.{attribute.name}[{index}]", onnx)

@@ -1,0 +1,90 @@
+"""What an artifact serves, as values every reader returns: :class:`ServedTable` (one table, where
+it was found and what it is: an ``inv_freq``, with the magnitude the engine multiplies cos/sin by
+when known, or a cos/sin cache) and :class:`ServedArtifact` (every table of one file, its producer
+and its engine's run-time rules), with the file checks readers share.
+
+The readers (:mod:`~ropekit.artifacts.arrays`, :mod:`~ropekit.artifacts.onnx_pack`,
+:mod:`~ropekit.artifacts.gguf_file`, :mod:`~ropekit.artifacts.safetensors_file`) import this
+module; :func:`ropekit.artifacts.read.read_artifact` chooses among them. Nothing here imports a
+reader back.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+import numpy as np
+
+from ..errors import ArgumentError
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = ["MAX_ARRAY_BYTES", "ServedArtifact", "ServedTable", "check_regular_file", "half_columns"]
+
+Kind = Literal["inv_freq", "cache"]
+MAX_ARRAY_BYTES = 1 << 30
+"""The largest served array read (a 2**20-position float32 cache of 128 pairs is 512 MiB)."""
+
+
+@attrs.frozen(eq=False)
+class ServedTable:
+    """One table an artifact serves.
+
+    ``kind`` is ``inv_freq`` (``values`` is the frequency table; ``magnitude`` the cos/sin
+    multiplier when the artifact states it) or ``cache`` (``values`` is cos, ``sin`` the sin cache,
+    rows are positions ``first_position, first_position + 1, ...``; ``layout`` says how columns map
+    to pairs: ``half`` is one column per pair). ``layer_type`` is the layer type the artifact says
+    it serves (``None``: any); ``regime`` is ``short``/``long`` for a longrope table; ``dtype`` the
+    dtype it was stored in; ``where`` a one-line location inside the artifact.
+    """
+
+    where: str
+    kind: Kind
+    values: npt.NDArray[np.float64]
+    dtype: str
+    sin: npt.NDArray[np.float64] | None = None
+    magnitude: float | None = None
+    layout: str = "half"
+    layer_type: str | None = None
+    regime: str | None = None
+    first_position: int = 0
+    angles: str = "float32"
+    """How the producer formed the angles: ``float32`` (tolerance grows with position) or ``exact``."""
+
+
+@attrs.frozen
+class ServedArtifact:
+    """Everything read from one artifact: its tables, who produced it, and what its engine does
+    at run time that the tables alone do not say (``rules``), plus findings about the file itself."""
+
+    path: str
+    kind: str
+    tables: tuple[ServedTable, ...]
+    producer: str = ""
+    rules: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    engine: dict[str, Any] = attrs.field(factory=dict)
+
+
+def check_regular_file(path: str, argument: str) -> os.stat_result:
+    """``path``'s stat if it is a regular file (a FIFO or device is refused before it is opened)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise ArgumentError(argument, f"{path}: no such file") from None
+    except OSError as error:
+        raise ArgumentError(argument, f"{path}: cannot read: {error.strerror or error}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ArgumentError(argument, f"{path}: not a regular file")
+    return info
+
+
+def half_columns(values: npt.NDArray[np.float64], layout: str, pairs: int | None = None) -> npt.NDArray[np.float64]:
+    """One column per pair from a cache in ``layout`` (``half`` is returned as is)."""
+    if layout == "half":
+        return values
+    count = values.shape[1] // 2 if pairs is None else pairs
+    return values[:, :count] if layout == "neox" else values[:, 0 : 2 * count : 2]

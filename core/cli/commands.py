@@ -1,0 +1,309 @@
+"""One function per subcommand: each loads what it needs on first use, prints through
+:mod:`~ropekit.cli.output` and returns an exit status (``None`` is 0)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..errors import PluginError, RopeConfigError
+from .output import EXIT_CHECKS_FAILED, print_json, say
+
+
+def _load(args: argparse.Namespace) -> Any:
+    from ..loader import load
+
+    model = load(args.config, strict=not args.lenient)
+    return model.at(args.seq_len) if getattr(args, "seq_len", None) else model
+
+
+def cmd_table(args: argparse.Namespace) -> None:
+    model = _load(args)
+    if args.json:
+        print_json(model.to_json())
+        return
+    for name, table in model.tables.items():
+        say(f"{name}: rope_type={table.rope_type} head_dim={table.head_dim} rotary_dim={table.rotary_dim} "
+              f"layout={table.layout} attention_factor={table.attention_factor:.9g}"
+              + (f" seq_len={table.seq_len}" if table.seq_len else ""))
+        for index, value in enumerate(table.inv_freq):
+            say(f"  {index:4d}  {value:.17g}")
+    _print_no_rope(model)
+
+
+def _print_no_rope(model: Any) -> None:
+    for name in sorted(model.no_rope_types - set(model.tables)):
+        say(f"{name}: no RoPE" + (f" ({model.no_rope_reason})" if model.no_rope_reason else ""))
+    if model.no_rope_layers:
+        say(f"layers without RoPE: {', '.join(map(str, model.no_rope_layers))}")
+
+
+def cmd_gap(args: argparse.Namespace) -> None:
+    from ..tables.gap import ANGLE_THRESHOLD, gap_report
+
+    report = gap_report(_load(args), args.positions)
+    if args.json:
+        print_json(report)
+        return
+    for name, layer in report["layers"].items():
+        if layer.get("no_rope"):
+            say(f"{name}: no RoPE")
+            continue
+        ratio = layer["max_ratio"]
+        say(f"{name}: rope_type={layer['rope_type']}  {layer['scaled_pairs']} of {layer['pairs']} pairs differ "
+              f"from plain RoPE, max ratio {ratio:.6g}" if ratio is not None else f"{name}: no rotated pairs")
+        if layer["unrotated_pairs"]:
+            say(f"  {layer['unrotated_pairs']} pairs are not rotated (inv_freq 0)")
+        say(f"  {'position':>9}  {'max angle error (rad)':>22}  pairs over {ANGLE_THRESHOLD} rad")
+        for position, row in layer["positions"].items():
+            say(f"  {position:>9}  {row['max_angle_error']:>22.4f}  {row[f'pairs_over_{ANGLE_THRESHOLD}rad']:>5}")
+    if report.get("no_rope_layers"):
+        say(f"layers without RoPE: {', '.join(map(str, report['no_rope_layers']))}")
+
+
+def cmd_inspect(args: argparse.Namespace) -> None:
+    from ..host.registry import default_registry
+
+    model = _load(args)
+    if args.json:
+        document = model.to_json()
+        document["source"] = model.source
+        document["layer_types"] = list(model.layer_types)
+        print_json(document)
+        return
+    registry = default_registry()
+    say(f"config: {model.source}")
+    if model.layer_types:
+        counts = {name: model.layer_types.count(name) for name in dict.fromkeys(model.layer_types)}
+        say(f"layers: {len(model.layer_types)} ({', '.join(f'{n} x{c}' for n, c in counts.items())})")
+    for name, table in model.tables.items():
+        scheme = registry.scheme(table.rope_type)
+        owner = registry.owner(table.rope_type)
+        served_by = f"{owner.distribution} {owner.version}" if owner is not None else "?"
+        say(f"\n[{name}] rope_type {table.rope_type}  ({served_by})")
+        say(f"  {scheme.doc}")
+        say(f"  head_dim {table.head_dim}, rotary_dim {table.rotary_dim}, {len(table.inv_freq)} pairs, "
+              f"attention_factor {table.attention_factor:.9g}")
+        for key, value in table.params.items():
+            shown = f"[{len(value)} values]" if isinstance(value, tuple) else repr(value)
+            say(f"  {key} = {shown}")
+        if table.mrope_section:
+            say(f"  mrope_section = {list(table.mrope_section)} (interleaved: {table.mrope_interleaved})")
+        if table.seq_len_dependent:
+            say(f"  depends on seq_len: {table.seq_len_rule}")
+        freq = table.inv_freq
+        say(f"  layout {table.layout}; inv_freq: {freq[0]:.6g} ... {freq[-1]:.6g}  "
+              f"(ropekit table {args.config} --json for all)")
+    if model.no_rope_types - set(model.tables) or model.no_rope_layers:
+        say()
+        _print_no_rope(model)
+
+
+def cmd_list(args: argparse.Namespace) -> None:
+    from ..host.registry import default_registry
+
+    registry = default_registry()
+    rows = []
+    for status in registry.status():
+        row: dict[str, Any] = {
+            "rope_type": status.rope_type,
+            "distribution": status.distribution,
+            "version": status.version,
+            "module": status.target,
+            "status": status.state,
+        }
+        if status.problem:
+            row["problem"] = status.problem
+        if not args.no_import and status.state in ("available", "loaded"):
+            try:
+                scheme = registry.scheme(status.rope_type)
+            except PluginError as error:
+                row.update(status="broken", problem=error.problem)
+            else:
+                row.update(status="loaded", canonical=scheme.name, doc=scheme.doc,
+                           keys=[key.to_json() for key in scheme.keys],
+                           seq_len_dependent=scheme.seq_len_dependent)
+        rows.append(row)
+    if args.json:
+        print_json({"schemes": rows})
+        return
+    for row in rows:
+        alias = f" (alias of {row['canonical']})" if row.get("canonical", row["rope_type"]) != row["rope_type"] else ""
+        say(f"{row['rope_type']}{alias}  [{row['status']}]  {row['distribution']} {row['version']}  {row['module']}")
+        if "problem" in row:
+            say(f"    problem: {row['problem']}")
+        if "doc" in row and not alias:
+            say(f"    {row['doc']}")
+            for key in registry.scheme(row["rope_type"]).keys:
+                say(f"      {key.describe()}")
+
+
+def cmd_check_plugin(args: argparse.Namespace) -> int:
+    from ..host.registry import default_registry
+    from ..tools.conformance import run_checks
+
+    registry = default_registry()
+    claims = registry.claims().get(args.name)
+    if not claims:
+        registry.scheme(args.name, path="NAME")  # raises UnknownRopeTypeError with suggestions
+        raise AssertionError("unreachable")  # pragma: no cover
+    results = run_checks(args.name, registry=registry)
+    passed = not any(result.failed for result in results)
+    owner = claims[0]
+    if args.json:
+        print_json({"rope_type": args.name, "distribution": ", ".join(c.distribution for c in claims),
+                     "version": owner.version, "passed": passed, "checks": [r.to_json() for r in results]})
+    else:
+        say(f"{args.name}  ({owner.distribution} {owner.version}, {owner.target})")
+        labels = {"pass": "PASS", "fail": "FAIL", "not_run": "NOT RUN"}
+        for result in results:
+            say(f"  {labels[result.status]:<7}  {result.check}")
+            if not result.passed:
+                say(f"           {result.message}")
+        not_run = sum(r.not_run for r in results)
+        say(f"{sum(r.passed for r in results)} passed, {sum(r.failed for r in results)} failed"
+              + (f", {not_run} not run" if not_run else ""))
+    return 0 if passed else EXIT_CHECKS_FAILED
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    from ..tools.export import export
+
+    model = _load(args)
+    manifest = export(model, args.out, positions=args.positions, dtype=args.dtype, layout=args.layout,
+                      seq_lens=args.seq_lens)
+    if args.json:
+        print_json(manifest)
+        return
+    for name, layer in manifest["layers"].items():
+        if layer.get("no_rope"):
+            say(f"{name}: no RoPE")
+            continue
+        files = ", ".join(f"{kind} {spec['path']} {spec['shape']}" for kind, spec in layer["files"].items())
+        say(f"{name}: rope_type {layer['rope_type']}, attention_factor {layer['attention_factor']:.9g}: {files}")
+        for extra in layer.get("beyond", []):
+            say(f"  seq_len {extra['seq_len']}: {extra['files']['inv_freq']['path']} ({layer['seq_len_rule']})")
+    say(f"wrote {args.out}/manifest.json and manifest.txt")
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from ..artifacts.audit import audit_artifact
+    from ..artifacts.read import read_artifact
+
+    if args.config is None:
+        return _gguf_self_check(args)
+    model = _load(args)
+    widths = {t.rotary_dim for t in model.tables.values()}
+    width = widths.pop() if len(widths) == 1 else None
+    artifact = read_artifact(args.served, dtype=args.dtype, width=width, sin=args.sin, layout=args.layout,
+                             n_ctx=args.n_ctx)
+    report = audit_artifact(model, artifact, layer_type=args.layer_type, positions=args.positions, rtol=args.rtol)
+    if args.json:
+        print_json(report)
+    else:
+        _print_audit(report)
+    return 0 if report["verdict"] == "match" else EXIT_CHECKS_FAILED
+
+
+def _gguf_self_check(args: argparse.Namespace) -> int:
+    from ..artifacts.read import read_artifact
+
+    if not str(args.served).lower().endswith(".gguf"):
+        raise RopeConfigError("CONFIG", "missing: give the model's config.json (only a .gguf can be checked alone)")
+    artifact = read_artifact(args.served, n_ctx=args.n_ctx)
+    verdict = "red_flags" if artifact.flags else "no_red_flags"
+    document = {"verdict": verdict, "artifact": {"path": artifact.path, "kind": artifact.kind,
+                                                 "engine": artifact.engine},
+                "flags": list(artifact.flags), "engine_rules": list(artifact.rules),
+                "note": "checked against itself only; give CONFIG to audit the table against the declaration"}
+    if args.json:
+        print_json(document)
+    else:
+        say(f"{artifact.path}: {'RED FLAGS' if artifact.flags else 'no red flags'} (checked against itself only; "
+              "give CONFIG for a full audit)")
+        for flag in (*artifact.flags, *artifact.rules):
+            say(f"  {flag}")
+    return EXIT_CHECKS_FAILED if artifact.flags else 0
+
+
+def _print_audit(report: dict[str, Any]) -> None:
+    artifact = report["artifact"]
+    say(f"{artifact['path']} ({artifact['kind']}{', ' + artifact['producer'] if artifact['producer'] else ''}): "
+          f"{report['verdict'].upper().replace('_', ' ')}")
+    if report["verdict"] == "no_table":
+        say(f"  {report['request']}")
+    for name, layer in report["layers"].items():
+        for table in layer.get("tables", []):
+            regime = f" [{table['regime']}]" if table.get("regime") else ""
+            declared = table["declared"]
+            say(f"[{name}]{regime} declared rope_type {declared['rope_type']} ({declared['pairs']} pairs); "
+                  f"served {table['kind']} {table['dtype']} from {table['where']}")
+            if table["verdict"] == "match":
+                say("  MATCH: the served table is the declared one")
+                if "attention_factor_unverified" in table:
+                    say(f"  note: {table['attention_factor_unverified']}")
+                continue
+            say("  MISMATCH: the served table is not what the config declares")
+            say(f"  it matches: {table['served_as']}")
+            if "differing_pairs" in table:
+                say(f"  {table['differing_pairs']} of {table['pairs']} pairs differ from the declared table, "
+                      f"by up to {table['max_ratio']:.6g}x")
+                for position, row in table["positions"].items():
+                    say(f"  position {position:>7}: max angle error {row['max_angle_error']:.4f} rad, "
+                          f"{row['pairs_over_0.1rad']} pairs over 0.1 rad")
+    for note in (*report.get("engine_rules", []), *report.get("flags", [])):
+        say(f"  note: {note}")
+
+
+def cmd_scan(args: argparse.Namespace) -> int:
+    from ..tools.scan import scan, summarize
+
+    supports = args.supports
+    rows = []
+    progress = sys.stderr.isatty() and not args.json
+    for row in scan(args.paths, supports=supports, audit=args.audit, jobs=args.jobs, strict=not args.lenient):
+        rows.append(row)
+        if args.json:
+            say(json.dumps(row.to_json(), allow_nan=False))
+        if progress and len(rows) % 50 == 0:
+            print(f"\rropekit scan: {len(rows)} models...", end="", file=sys.stderr, flush=True)
+    if progress and len(rows) >= 50:
+        print("\r" + " " * 40 + "\r", end="", file=sys.stderr, flush=True)
+    summary = summarize(rows)
+    if args.json:
+        say(json.dumps({"summary": summary}))
+    else:
+        _print_scan(rows, summary)
+    return 0 if all(row.status == "ok" for row in rows) else EXIT_CHECKS_FAILED
+
+
+def _print_scan(rows: list[Any], summary: dict[str, Any]) -> None:
+    def types(row: Any) -> str:
+        parts = []
+        for name, layer in row.layers.items():
+            if name == "no_rope_layers":
+                parts.append(f"{len(layer)} NoPE layers")
+            elif isinstance(layer, dict):
+                parts.append(f"{name}={layer.get('rope_type', 'no RoPE')}")
+        return ", ".join(parts) or "-"
+
+    table = [(row.status, row.model_type or "-", types(row), row.path, row.reason) for row in rows]
+    widths = [max([len(heading)] + [len(line[i]) for line in table]) for i, heading in
+              enumerate(("STATUS", "MODEL_TYPE", "LAYERS"))]
+    say(f"{'STATUS':<{widths[0]}}  {'MODEL_TYPE':<{widths[1]}}  {'LAYERS':<{widths[2]}}  PATH")
+    for status, model_type, layers, path, reason in table:
+        say(f"{status:<{widths[0]}}  {model_type:<{widths[1]}}  {layers:<{widths[2]}}  {path}")
+        if reason:
+            say(f"{'':<{widths[0]}}  {reason}")
+    counts = ", ".join(f"{count} {status}" for status, count in summary["status"].items())
+    kinds = ", ".join(f"{name} {count}" for name, count in summary["rope_types"].items())
+    say(f"{summary['models']} models: {counts or 'none found'}" + (f"; rope_types: {kinds}" if kinds else ""))
+
+
+def cmd_plot(args: argparse.Namespace) -> None:
+    from ..tools.plot import plot
+
+    plot(_load(args), args.output)
+    say(f"wrote {args.output}")

@@ -1,0 +1,63 @@
+"""The ``ropekit`` command line (also ``python -m ropekit``).
+
+Exit status: 0 success; 1 ``check-plugin`` found failing checks or ``audit`` a mismatch; 2 invalid input (bad config,
+unknown rope_type, bad arguments), with one line on stderr naming the key or type; 3 an installed
+plugin is at fault (the line names its distribution). No traceback is printed for either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import ArgumentError, MissingDependencyError, PluginError, RopeConfigError, RopekitError
+from .output import EXIT_INPUT, EXIT_PLUGIN, OUT
+from .parser import build_parser
+
+__all__ = ["main"]
+
+_FLAGS = {"served": "--served", "sin": "--sin", "layer_type": "--layer-type", "layout": "--layout",
+          "positions": "--positions", "seq_len": "--seq-len", "dtype": "--dtype", "directory": "--out",
+          "rtol": "--rtol", "n_ctx": "--n-ctx", "paths": "PATH", "supports": "--supports",
+          "path": "--output", "config": "CONFIG"}
+"""Library argument names, as the command line spells them."""
+
+
+def _show_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None
+) -> None:
+    print(f"ropekit: warning: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    args = build_parser(argv).parse_args(argv)
+    OUT.append(sys.stdout)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):
+            warnings.simplefilter("default")  # the CLI reports warnings; it never turns them into errors
+            warnings.showwarning = _show_warning  # one line per warning, no source excerpt
+            status = args.handler(args)
+    except RopeConfigError as error:
+        print(f"ropekit: error: {error}", file=sys.stderr)
+        return EXIT_INPUT
+    except ArgumentError as error:
+        print(f"ropekit: error: {_FLAGS.get(error.argument, error.argument)}: {error.problem}", file=sys.stderr)
+        return EXIT_INPUT
+    except PluginError as error:
+        print(f"ropekit: plugin error: {error}", file=sys.stderr)
+        return EXIT_PLUGIN
+    except MissingDependencyError as error:
+        print(f"ropekit: error: {error}", file=sys.stderr)
+        return EXIT_INPUT
+    except RopekitError as error:  # pragma: no cover - every subclass is handled above
+        print(f"ropekit: error: {error}", file=sys.stderr)
+        return EXIT_INPUT
+    except BrokenPipeError:
+        return 0
+    finally:
+        OUT.pop()
+    return int(status or 0)

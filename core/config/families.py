@@ -1,0 +1,181 @@
+"""What ropekit knows of model families beyond the rope block: defaults their code applies, pair
+layouts, layers without RoPE, and every top-level key that bears on RoPE.
+
+Sources are each family's own modeling code (transformers 5.24 for native families; the families'
+remote code for ChatGLM, Qwen v1, MiniMax, Phi-3-small). A key listed here is either read by
+:mod:`ropekit.config` or refused with the reason given; :func:`screen_keys` refuses any other key
+that looks like RoPE (see :mod:`ropekit.config.lookalike`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, NamedTuple
+
+__all__ = [
+    "ATTENTION_LAYER_TYPES",
+    "CLASS_LOCAL_THETA",
+    "CLASS_THETA",
+    "NO_ROPE_LAYER_TYPES",
+    "READ_KEYS",
+    "REFUSED_KEYS",
+    "Family",
+    "family_for",
+]
+
+Layout = Literal["neox", "gptj"]
+
+
+class Family(NamedTuple):
+    """Facts of one family's code that a config does not state.
+
+    ``partial_rotary_factor``: the fraction its code rotates when the config states none.
+    ``layout``: how its code pairs channels (``gptj``: interleaved). ``no_rope``: it uses no RoPE
+    at all (ALiBi, state-space). ``no_rope_layer_types``: layer types its code does not rotate.
+    ``fixed_theta``: a base its code hard-codes (a theta key in the config is then refused).
+    ``forced_partial_rotary_factor``: a fraction its code sets whatever the top level says.
+    """
+
+    partial_rotary_factor: float | None = None
+    layout: Layout = "neox"
+    no_rope: str = ""
+    no_rope_layer_types: frozenset[str] = frozenset()
+    fixed_theta: float | None = None
+    forced_partial_rotary_factor: float | None = None
+
+
+_GPTJ = Family(layout="gptj", fixed_theta=10000.0)
+_HALF = Family(partial_rotary_factor=0.5)
+_QUARTER = Family(partial_rotary_factor=0.25)
+_INTERLEAVED_HALF = Family(partial_rotary_factor=0.5, layout="gptj")
+
+FAMILIES: Mapping[str, Family] = {
+    # interleaved pairs, base 10000 hard-coded (modeling_gptj.py / modeling_codegen.py)
+    "gptj": _GPTJ,
+    "codegen": _GPTJ,
+    # GLM: half the head, interleaved (configuration_glm.py setdefault 0.5; modeling_glm.py rotate_half over 0::2, 1::2)
+    "glm": _INTERLEAVED_HALF,
+    "glm4": _INTERLEAVED_HALF,
+    "glm4v": _INTERLEAVED_HALF,
+    "glm4v_text": _INTERLEAVED_HALF,
+    "chatglm": Family(partial_rotary_factor=0.5, layout="gptj"),  # THUDM remote code: kv_channels // 2, interleaved
+    # GLM-4.5/4.6: half the head, standard rotate-half
+    "glm4_moe": _HALF,
+    "glm4v_moe": _HALF,
+    "glm4v_moe_text": _HALF,
+    "persimmon": _HALF,
+    "fuyu": _HALF,
+    "phi": _HALF,
+    "nemotron": _HALF,
+    "recurrent_gemma": _HALF,
+    "bamba": Family(forced_partial_rotary_factor=0.5),  # configuration_bamba.py overwrites it
+    "gpt_neox": _QUARTER,  # rotary_pct default 0.25
+    "stablelm": _QUARTER,
+    "qwen3_next": _QUARTER,
+    "qwen3_5": _QUARTER,
+    "qwen3_5_text": _QUARTER,
+    "qwen3_5_moe": _QUARTER,
+    "qwen3_5_moe_text": _QUARTER,
+    # complex-number rotation of adjacent channels (view_as_complex): interleaved pairs
+    "llama4": Family(layout="gptj"),
+    "llama4_text": Family(layout="gptj"),
+    "deepseek_v2": Family(layout="gptj"),
+    "deepseek_v3": Family(layout="gptj"),  # rope_interleave defaults to true
+    "kimi_k2": Family(layout="gptj"),
+    # only sliding layers rotate (modeling_cohere2.py: full_attention layers are NoPE)
+    "cohere2": Family(no_rope_layer_types=frozenset({"full_attention"})),
+    # no RoPE anywhere
+    "bloom": Family(no_rope="Bloom uses ALiBi, not RoPE"),
+    "mpt": Family(no_rope="MPT uses ALiBi or learned positions, not RoPE"),
+    "jamba": Family(no_rope="Jamba's attention layers apply no rotary embedding"),
+    "zamba": Family(no_rope="Zamba's attention layers apply no rotary embedding"),
+    "nemotron_h": Family(no_rope="Nemotron-H's attention layers apply no rotary embedding"),
+    "mamba": Family(no_rope="Mamba has no attention"),
+    "mamba2": Family(no_rope="Mamba-2 has no attention"),
+    "falcon_mamba": Family(no_rope="Falcon-Mamba has no attention"),
+    "rwkv": Family(no_rope="RWKV has no attention"),
+}
+
+_DEFAULT = Family()
+
+
+CLASS_THETA: Mapping[str, float] = {
+    "apertus": 12e6, "apertus1p5_text": 12e6, "bailing_hybrid": 6e6, "bitnet": 5e5, "blt": 5e5, "cohere": 5e5,
+    "cosmos3_edge_text": 1e8, "csm": 5e5, "cwm": 1e6, "diffusion_gemma_text": 1e6, "dory": 1e7,
+    "embedding_gemma2_text": 1e6, "emu3_text_model": 1e6, "ernie4_5": 5e5, "ernie4_5_moe": 5e5,
+    "ernie4_5_vl_moe_text": 5e5, "evolla": 5e5, "exaone": 5e5, "flex_olmo": 5e5, "gemma3_text": 1e6,
+    "gemma3n_text": 1e6, "gemma4_text": 1e6, "gemma4_unified_text": 1e6, "gpt_oss": 15e4, "helium": 1e5,
+    "hy_v3": 11158840.0, "laguna": 5e5, "lfm2": 1e6, "lfm2_moe": 1e6, "lfm3": 1e6, "llama4_text": 5e5,
+    "longcat_flash": 1e7, "mellum": 5e5, "mimo_v2_flash": 5e6, "minimax": 1e6, "minimax_m2": 5e6,
+    "minimax_m3_vl_text": 5e6, "ministral3": 1e6, "mixtral": 1e6, "mllama_text_model": 5e5, "neomme": 1e6,
+    "olmo3": 5e5, "phimoe": 1e6, "qwen2_5_omni_text": 1e6, "qwen2_5_vl_text": 1e6, "qwen2_vl_text": 1e6,
+    "qwen3_omni_moe_text": 1e6, "qwen3_vl_moe_text": 5e5, "qwen3_vl_text": 5e5, "sarvam_moe": 8e6, "smollm3": 2e6,
+    "solar_open": 1e6, "t5gemma2_text": 1e6, "t5gemma2_decoder": 1e6,
+}
+"""The base a family's transformers config class uses when the config states none (transformers
+5.24; every other class uses 10000). transformers drops values equal to the class default when it
+saves a composite config, so published Gemma-3 text_configs state no rope_theta at all."""
+
+CLASS_LOCAL_THETA: Mapping[str, float] = {
+    "gemma3_text": 1e4, "gemma3n_text": 1e4, "diffusion_gemma_text": 1e4, "embedding_gemma2_text": 1e4,
+    "t5gemma2_text": 1e4, "t5gemma2_decoder": 1e4, "gemma4_text": 1e4, "gemma4_unified_text": 1e4, "dory": 1e4,
+    "laguna": 1e4, "lfm3": 1e4, "mellum": 1e4, "mimo_v2_flash": 1e4, "neomme": 1e4,
+}
+"""The sliding layers' base by class default. For the Gemma family (gemma*), a flat config
+gets two tables, as ``rope_local_base_freq`` gives: the global one, and the sliding one at this
+base without the legacy scaling block (Gemma-3's config class applies it to full layers only)."""
+
+
+def family_for(model_type: object) -> Family:
+    """The family facts for ``model_type`` (defaults: full rotary, neox pairs, RoPE on every layer)."""
+    return FAMILIES.get(model_type, _DEFAULT) if isinstance(model_type, str) else _DEFAULT
+
+
+ATTENTION_LAYER_TYPES = frozenset({
+    "full_attention", "sliding_attention", "chunked_attention", "window_attention", "indexed_attention",
+    "compressed_sparse_attention", "heavily_compressed_attention", "hybrid", "hybrid_sliding",
+    "reference_sliding_attention", "attention",
+})
+"""Layer types that attend with the layer type's rope table (transformers' names)."""
+
+NO_ROPE_LAYER_TYPES = frozenset({"linear_attention", "conv", "mamba", "mlp", "moe", "recurrent"})
+"""Layer types that apply no rotary embedding (linear attention, convolutions, state-space, MLP-only)."""
+
+READ_KEYS = frozenset({
+    # the rope block and its geometry
+    "rope_scaling", "rope_parameters", "rope_theta", "partial_rotary_factor", "head_dim", "hidden_size",
+    "num_attention_heads", "num_hidden_layers", "max_position_embeddings", "original_max_position_embeddings",
+    "model_type", "text_config", "layer_types", "sliding_window_pattern", "_sliding_window_pattern",
+    "rope_local_base_freq", "global_head_dim",
+    "qk_rope_head_dim", "qk_nope_head_dim", "rope_interleave",
+    # GPT-NeoX / Qwen v1 / GPT-J / CodeGen / MiniMax / ChatGLM / Phi-3-small names for the same facts
+    "rotary_pct", "rotary_emb_base", "rotary_dim", "rotary", "n_embd", "n_head", "n_layer", "n_positions",
+    "num_layers", "kv_channels", "rope_ratio", "original_rope", "seq_length", "use_dynamic_ntk", "use_logn_attn",
+    "rope_embedding_base", "rope_position_scale",
+    # which layers rotate
+    "no_rope_layers", "no_rope_layer_interval", "attn_type_list", "full_attention_interval", "full_attn_idxs",
+    "attn_layer_indices", "alibi", "position_embedding_type", "use_mem_rope",
+})
+"""Top-level keys ropekit reads (in ``text_config`` too); any other RoPE-looking key is refused."""
+
+REFUSED_KEYS: Mapping[str, str] = {
+    "layer_rope_theta": "a per-layer theta list (Granite SWA, Muse) is not served by ropekit",
+    "compress_rope_theta": "DeepSeek-V4's compressed-attention theta is not served by ropekit",
+    "rope_scaling_layers": "scaling only some layers (Molmo2) is not served by ropekit",
+    "rotary_emb_scale_base": "xPos decay (rotary_emb_scale_base) changes q/k magnitudes; not served by ropekit",
+    "rotary_emb_fraction": "NomicBERT's rotary keys are not read by ropekit",
+    "rotary_emb_interleaved": "NomicBERT's rotary keys are not read by ropekit",
+    "rotary_scaling_factor": "NomicBERT's rotary keys are not read by ropekit",
+    "rope_traditional": "MLX's pairing flag is not read by ropekit; state the layout of the checkpoint's own code",
+    "rope_pct": "StableLM-epoch's rope_pct is not read by ropekit (transformers' stablelm says partial_rotary_factor)",
+    "use_rope": "a switch for RoPE itself is not read by ropekit",
+    "pos_emb": "Megatron's pos_emb is not read by ropekit",
+}
+"""Top-level keys that bear on RoPE and that ropekit does not serve: refused, with the reason."""
+
+
+def layout_of(family: Family, interleave: Any) -> Layout:
+    """The pair layout: an explicit ``rope_interleave`` wins over the family's."""
+    if interleave is None:
+        return family.layout
+    return "gptj" if interleave else "neox"

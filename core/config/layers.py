@@ -1,0 +1,144 @@
+"""Which layers rotate: layer types, layers without RoPE, and the keys families use to say so.
+
+Read from ``layer_types`` when the config states it, else derived the way each family's config
+class derives it (Gemma-3 and Cohere-2 ``sliding_window_pattern``, Qwen3-Next
+``full_attention_interval``, LFM2 ``full_attn_idxs``, Bamba ``attn_layer_indices``, MiniMax
+``attn_type_list``). Per-index NoPE layers come from ``no_rope_layers`` (Llama-4, SmolLM3: 1 means
+the layer *uses* RoPE) or its ``no_rope_layer_interval``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from ..errors import RopeConfigError
+from .families import ATTENTION_LAYER_TYPES, CLASS_LOCAL_THETA, NO_ROPE_LAYER_TYPES, Family
+from .view import ConfigView, positive_int
+
+__all__ = ["LayerPlan", "plan_layers"]
+
+FLAT_LAYER_TYPE = "full_attention"
+
+_LLAMA4_STYLE = ("llama4", "llama4_text", "smollm3", "mistral_large4")
+"""Families whose code gives every ``no_rope_layer_interval``-th layer no RoPE when no list is stated."""
+
+
+class LayerPlan(NamedTuple):
+    """``layer_types`` (one per layer; empty when the config does not say) and the per-index
+    layers that apply no RoPE whatever their type."""
+
+    layer_types: tuple[str, ...]
+    no_rope_layers: tuple[int, ...] = ()
+
+
+def plan_layers(view: ConfigView, family: Family, *, per_type: bool, block_types: Sequence[str]) -> LayerPlan:
+    """The layer plan of a config. ``per_type``: the rope parameters are per layer type
+    (``block_types`` names them); otherwise one table serves every attention layer."""
+    layers = positive_int(view, "num_hidden_layers")
+    declared = view.get("layer_types")
+    types = _declared(view, declared, layers) if declared is not None else _derived(view, family, layers, per_type)
+    known = ATTENTION_LAYER_TYPES | NO_ROPE_LAYER_TYPES | set(block_types)
+    for index, name in enumerate(types):
+        if name not in known:
+            where = view.path("layer_types") if declared is not None else view.path("num_hidden_layers")
+            raise RopeConfigError(
+                f"{where}[{index}]" if declared is not None else where,
+                f"unknown layer type {name!r}; ropekit knows {', '.join(sorted(known))} (a layer type it cannot place "
+                "is refused rather than guessed)",
+            )
+    return LayerPlan(types, _no_rope_layers(view, family, len(types) or layers))
+
+
+def _declared(view: ConfigView, declared: Any, layers: int | None) -> tuple[str, ...]:
+    path = view.path("layer_types")
+    if not isinstance(declared, list) or not all(isinstance(name, str) for name in declared):
+        raise RopeConfigError(path, "expected a list of layer type names")
+    if layers is not None and len(declared) != layers:
+        raise RopeConfigError(path, f"lists {len(declared)} layers, but num_hidden_layers is {layers}; they must agree")
+    return tuple(declared)
+
+
+def _derived(view: ConfigView, family: Family, layers: int | None, per_type: bool) -> tuple[str, ...]:
+    if layers is None:
+        return ()
+    for key, build in (("attn_type_list", _from_attn_type_list), ("full_attention_interval", _from_interval),
+                       ("full_attn_idxs", _from_indices), ("attn_layer_indices", _from_indices)):
+        if view.get(key) is not None:
+            return build(view, key, layers)
+    if view.get("model_type") == "qwen3_next":  # configuration_qwen3_next.py: interval 4 by default
+        return tuple("linear_attention" if (i + 1) % 4 else "full_attention" for i in range(layers))
+    pattern_key = "sliding_window_pattern"
+    if view.get(pattern_key) is None:
+        pattern_key = "_sliding_window_pattern"  # how transformers' Gemma-3 class saves it
+    pattern = view.get(pattern_key)
+    model_type = view.get("model_type")
+    gemma_default = isinstance(model_type, str) and model_type.startswith("gemma") and model_type in CLASS_LOCAL_THETA
+    if pattern is None and ("rope_local_base_freq" in view or gemma_default):
+        pattern = 6  # Gemma-3's default
+    if pattern is None and family.no_rope_layer_types:
+        pattern = 4  # Cohere-2's default
+    if pattern is not None:
+        if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern <= 0:
+            raise RopeConfigError(view.path(pattern_key), f"expected a positive integer, got {pattern!r}")
+        return tuple("sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers))
+    if per_type:
+        return ()
+    return (FLAT_LAYER_TYPE,) * layers
+
+
+def _int_list(view: ConfigView, key: str, allowed: range | None = None) -> list[int]:
+    value = view[key]
+    path = view.path(key)
+    if not isinstance(value, list):
+        raise RopeConfigError(path, f"expected a list of integers, got {value!r}")
+    for index, item in enumerate(value):
+        if isinstance(item, bool) or not isinstance(item, int) or (allowed is not None and item not in allowed):
+            valid = f" in {allowed.start}..{allowed.stop - 1}" if allowed is not None else ""
+            raise RopeConfigError(f"{path}[{index}]", f"expected an integer{valid}, got {item!r}")
+    return value
+
+
+def _from_attn_type_list(view: ConfigView, key: str, layers: int) -> tuple[str, ...]:
+    """MiniMax: 1 is softmax attention with RoPE, 0 is lightning (linear) attention without."""
+    values = _int_list(view, key, range(2))
+    if len(values) != layers:
+        raise RopeConfigError(view.path(key), f"lists {len(values)} layers, but num_hidden_layers is {layers}")
+    return tuple("full_attention" if value else "linear_attention" for value in values)
+
+
+def _from_interval(view: ConfigView, key: str, layers: int) -> tuple[str, ...]:
+    interval = positive_int(view, key)
+    assert interval is not None
+    return tuple("linear_attention" if (i + 1) % interval else "full_attention" for i in range(layers))
+
+
+def _from_indices(view: ConfigView, key: str, layers: int) -> tuple[str, ...]:
+    """LFM2 (full attention, else convolution) and Bamba (attention, else mamba)."""
+    indices = set(_int_list(view, key, range(layers)))
+    other = "conv" if key == "full_attn_idxs" else "linear_attention"
+    return tuple("full_attention" if i in indices else other for i in range(layers))
+
+
+def _no_rope_layers(view: ConfigView, family: Family, layers: int | None) -> tuple[int, ...]:
+    """Indices of layers that apply no RoPE, from ``no_rope_layers`` (1 = uses RoPE) or the interval."""
+    listed = view.get("no_rope_layers")
+    model_type = view.get("model_type")
+    if listed == [] and model_type in ("llama4", "llama4_text"):
+        listed = None  # Llama-4's config replaces an empty list by the default (a truthiness test)
+    if listed is not None:
+        path = view.path("no_rope_layers")
+        values = _int_list(view, "no_rope_layers", range(2))
+        if layers is not None and len(values) != layers:
+            raise RopeConfigError(path, f"lists {len(values)} layers, but the model has {layers}; "
+                                  "they must agree (1 = the layer uses RoPE, 0 = it does not)")
+        return tuple(index for index, uses in enumerate(values) if not uses)
+    interval = positive_int(view, "no_rope_layer_interval")
+    if interval is None and model_type in _LLAMA4_STYLE:
+        interval = 4
+    if interval is None:
+        return ()
+    if layers is None:
+        raise RopeConfigError(view.path("num_hidden_layers"), "missing: needed to place the NoPE layers "
+                              "(every no_rope_layer_interval-th layer)")
+    return tuple(index for index in range(layers) if (index + 1) % interval == 0)

@@ -1,0 +1,509 @@
+"""Reading a ``config.json`` into one rope block per layer type, with its geometry and JSON paths.
+
+This module knows the config shapes found in the wild (transformers v4 ``rope_scaling``, v5
+``rope_parameters``, per-layer-type nesting, Gemma-3's ``rope_local_base_freq``, multimodal
+``text_config``, GPT-NeoX and DeepSeek geometry keys). It knows nothing of any rope_type.
+
+It is the one owner of "where a value comes from": each :class:`RopeBlock` carries the JSON path
+of every geometry value it resolved, :meth:`RopeBlock.lookup` reads a scheme key (with its
+top-level fallback) and :meth:`RopeBlock.where` names the path of any key a scheme blames, so an
+error always points at the key where it really is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from ..contract.scheme import RESERVED_KEYS, Geometry, Key
+from ..errors import RopeConfigError
+from .families import CLASS_LOCAL_THETA, CLASS_THETA, NO_ROPE_LAYER_TYPES, Family, Layout, family_for, layout_of
+from .layers import FLAT_LAYER_TYPE, plan_layers
+from .screen import screen_keys
+from .source import read_config
+from .view import MAX_HEAD_DIM, MAX_THETA, ConfigView, positive_int, positive_number, required_int
+
+__all__ = ["ConfigView", "ParsedConfig", "RopeBlock", "parse_config", "read_config"]
+
+DEFAULT_THETA = 10_000.0
+"""transformers' ``default_theta``: the base used when a config declares none anywhere."""
+
+
+
+class RopeBlock(NamedTuple):
+    """The rope parameters of one layer type, before its scheme validates them.
+
+    ``values`` is the block as written; ``geometry`` what the loader resolved for it, and
+    ``geometry_paths`` the JSON path each geometry value came from (or where it would be declared,
+    for a value defaulted because the config states none). ``layout`` is how the family's code
+    pairs channels (``gptj``: interleaved).
+    """
+
+    layer_type: str
+    rope_type: str
+    rope_type_path: str
+    path: str
+    values: Mapping[str, Any]
+    geometry: Geometry
+    geometry_paths: Mapping[str, str]
+    mrope_section: tuple[int, ...] | None = None
+    mrope_interleaved: bool = False
+    layout: Layout = "neox"
+    view: ConfigView | None = None
+    """The config the block came from, for :meth:`where` and :meth:`lookup`."""
+
+    def key_path(self, name: str) -> str:
+        """The JSON path of ``name`` inside this block."""
+        return f"{self.path}.{name}" if self.path else name
+
+    def where(self, name: str) -> str:
+        """The JSON path of the key ``name`` as the config states it.
+
+        A key of the block is blamed in the block; a geometry value where it was resolved from
+        (``rope_theta`` may live at the top level or in ``text_config``); any other config key
+        where the config has it; a key stated nowhere, where it belongs in the block.
+        """
+        if name in self.values:
+            return self.key_path(name)
+        if name in self.geometry_paths:
+            return self.geometry_paths[name]
+        if self.view is not None and name in self.view:
+            return self.view.path(name)
+        return self.key_path(name)
+
+    def lookup(self, key: Key) -> tuple[Any, str]:
+        """``key``'s value and JSON path: the block's own value, else its ``config_fallback``
+        top-level key, else ``max_position_embeddings`` if the key says so; ``None`` if absent.
+
+        A value in the block and a different one at ``config_fallback`` is a conflict, never
+        silently resolved.
+        """
+        path = self.key_path(key.name)
+        value = self.values.get(key.name)
+        fallback = key.config_fallback
+        if fallback is not None and self.view is not None and self.view.get(fallback) is not None:
+            outer, outer_path = self.view[fallback], self.view.path(fallback)
+            if value is None:
+                return outer, outer_path
+            if value != outer:
+                raise RopeConfigError(
+                    path, f"conflicts with {outer_path} ({value!r} vs {outer!r}); remove one or make them equal"
+                )
+        if value is None and key.default_from_max_positions and self.geometry.max_position_embeddings is not None:
+            return self.geometry.max_position_embeddings, self.geometry_paths["max_position_embeddings"]
+        return value, path
+
+    def check_dims(self, table_length: int, *, covers_head: bool) -> None:
+        """The dimensions a scheme needs: an even rotary dim of at least 2 (an even head for a
+        ``covers_head`` scheme), and ``mrope_section`` summing to the table's ``table_length``."""
+        geometry = self.geometry
+        if covers_head:
+            if geometry.head_dim % 2:
+                raise RopeConfigError(
+                    self.geometry_paths["head_dim"],
+                    f"rope_type {self.rope_type!r} needs an even head_dim, got {geometry.head_dim}",
+                )
+        else:
+            rotary = geometry.rotary_dim
+            if rotary < 2 or rotary % 2:
+                blamed = "partial_rotary_factor" if geometry.partial_rotary_factor != 1 else "head_dim"
+                raise RopeConfigError(
+                    self.geometry_paths[blamed],
+                    f"rotary dim int(head_dim {geometry.head_dim} * partial_rotary_factor "
+                    f"{geometry.partial_rotary_factor}) = {rotary} must be even and >= 2",
+                )
+        section = self.mrope_section
+        if section is not None and sum(section) != table_length:
+            raise RopeConfigError(
+                self.key_path("mrope_section"),
+                f"sections {list(section)} sum to {sum(section)}; they must sum to rotary_dim / 2 = {table_length}",
+            )
+
+
+class ParsedConfig(NamedTuple):
+    """Every RoPE layer type's block, the per-layer layer types (empty when unknown), the layer
+    types and per-index layers without RoPE, and why the model has no RoPE at all (if so)."""
+
+    blocks: tuple[RopeBlock, ...]
+    layer_types: tuple[str, ...]
+    no_rope_types: frozenset[str] = frozenset()
+    no_rope_layers: tuple[int, ...] = ()
+    no_rope_reason: str = ""
+
+
+def parse_config(config: Mapping[str, Any], *, strict: bool = True) -> ParsedConfig:
+    """Split ``config`` into one :class:`RopeBlock` per layer type that uses RoPE, with the layer plan.
+
+    Every key bearing on RoPE is read or refused first (:func:`~ropekit.config.screen.screen_keys`;
+    ``strict=False`` turns look-alike keys into warnings).
+    """
+    screen_keys(config, strict=strict)
+    view = ConfigView(config)
+    family = family_for(view.get("model_type"))
+    _refuse_unserved(view)
+    without_rope = _no_rope_reason(view, family)
+    source_path, source = _rope_source(view)
+    nested = _is_nested(source)
+    if nested:
+        raw_blocks = {name: (f"{source_path}.{name}", value) for name, value in source.items()}
+    elif view.get("rope_local_base_freq") is not None or _gemma_local_default(view):
+        # Gemma-3 as transformers v4 wrote it (or as it saves composites: the local base omitted)
+        raw_blocks = {FLAT_LAYER_TYPE: (source_path, source), "sliding_attention": ("", {})}
+    else:
+        flat_type = "sliding_attention" if FLAT_LAYER_TYPE in family.no_rope_layer_types else FLAT_LAYER_TYPE
+        raw_blocks = {flat_type: (source_path, source)}
+    plan = plan_layers(view, family, per_type=nested or len(raw_blocks) > 1, block_types=tuple(raw_blocks))
+    model_type = view.get("model_type")
+    if (not nested and len(raw_blocks) == 1 and "sliding_attention" in plan.layer_types
+            and isinstance(model_type, str) and model_type in CLASS_LOCAL_THETA):
+        raise RopeConfigError(
+            view.path("layer_types"),
+            f"{model_type}'s sliding layers use base {CLASS_LOCAL_THETA[model_type]:g} by its config class's default, "
+            "unlike its full layers; state rope_parameters per layer type (full_attention, sliding_attention)",
+        )
+    no_rope_types = {name for name, (_, value) in raw_blocks.items() if value is None}
+    no_rope_types |= {name for name in plan.layer_types if name in NO_ROPE_LAYER_TYPES}
+    no_rope_types |= family.no_rope_layer_types
+    if without_rope:
+        no_rope_types |= set(raw_blocks) | set(plan.layer_types)
+        raw_blocks = {}
+    blocks = tuple(
+        _block(view, family, name, path, value)
+        for name, (path, value) in raw_blocks.items()
+        if name not in no_rope_types
+    )
+    if not nested and blocks and plan.layer_types:
+        attention = [name for name in plan.layer_types if name not in no_rope_types]
+        if attention and blocks[0].layer_type not in attention and len(set(attention)) == 1:
+            blocks = (blocks[0]._replace(layer_type=attention[0]),)  # name the one table as its layers do
+    if nested:
+        _check_nested_types(plan.layer_types, raw_blocks, no_rope_types, source_path)
+    return ParsedConfig(blocks, plan.layer_types, frozenset(no_rope_types), plan.no_rope_layers, without_rope)
+
+
+def _check_nested_types(
+    layer_types: tuple[str, ...], raw_blocks: Mapping[str, Any], no_rope: set[str], source_path: str
+) -> None:
+    for index, name in enumerate(layer_types):
+        if name not in raw_blocks and name not in no_rope:
+            raise RopeConfigError(
+                f"{source_path}.{name}",
+                f"missing: layer_types[{index}] is {name!r}, which has no rope parameters here "
+                f"(the block names {sorted(raw_blocks)}); add them, or null for a layer type without RoPE",
+            )
+
+
+def _no_rope_reason(view: ConfigView, family: Family) -> str:
+    """Why the model applies no RoPE at all (empty: it does)."""
+    if family.no_rope:
+        return family.no_rope
+    if view.get("alibi") is True:
+        return f"{view.path('alibi')} is true: the model uses ALiBi, not RoPE"
+    if view.get("alibi") not in (None, False):
+        raise RopeConfigError(view.path("alibi"), f"expected true or false, got {view.get('alibi')!r}")
+    kind = view.get("position_embedding_type")
+    if kind is None and view.get("model_type") == "granitemoehybrid":
+        return "granitemoehybrid without position_embedding_type 'rope' builds no rotary embedding"
+    if kind is not None and kind not in ("rope", "rotary"):
+        if not isinstance(kind, str):
+            raise RopeConfigError(view.path("position_embedding_type"), f"expected a string, got {kind!r}")
+        return f"{view.path('position_embedding_type')} is {kind!r}, not rope"
+    if view.get("model_type") == "zamba2" and not view.get("use_mem_rope"):
+        return "zamba2 without use_mem_rope applies no rotary embedding"
+    return ""
+
+
+_UNSERVED: Mapping[str, tuple[object, str]] = {
+    # key: (the value ropekit can serve, why another value is refused)
+    "use_dynamic_ntk": (False, "Qwen v1 dynamic NTK (alpha 2**ceil(log2(len / seq_length) + 1) - 1, chosen at "
+                        "prefill) is not served by any installed plugin"),
+    "use_logn_attn": (False, "Qwen v1 scales queries by log_seq_length(position) past seq_length; ropekit's tables "
+                      "carry no query scaling"),
+    "original_rope": (True, "ChatGLM's code implements only original_rope true"),
+    "rotary": (True, "GPT-J's code always rotates; false is not a configuration its code has"),
+    "rope_position_scale": (1.0, "Phi-3-small's position scale other than 1 is not served by ropekit"),
+}
+
+
+def _refuse_unserved(view: ConfigView) -> None:
+    for key, (served, why) in _UNSERVED.items():
+        value = view.get(key)
+        if value is not None and (value != served or isinstance(value, bool) != isinstance(served, bool)):
+            raise RopeConfigError(view.path(key), f"{value!r}: {why}")
+    model_type = view.get("model_type")
+    if view.get("rope_ratio") is not None and model_type != "chatglm":
+        raise RopeConfigError(view.path("rope_ratio"), f"read for ChatGLM/GLM-4 (model_type 'chatglm') only; its "
+                              f"meaning for model_type {model_type!r} is unknown to ropekit")
+
+
+def _rope_source(view: ConfigView) -> tuple[str, Mapping[str, Any]]:
+    found: list[tuple[str, Mapping[str, Any]]] = []
+    for name in ("rope_parameters", "rope_scaling"):
+        value = view.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, Mapping):
+            raise RopeConfigError(view.path(name), f"expected an object or null, got {value!r}")
+        if value:
+            found.append((view.path(name), value))
+    if not found:
+        return view.path("rope_parameters") if "rope_parameters" in view else view.path("rope_scaling"), {}
+    if len(found) == 2:
+        (new_path, new), (old_path, old) = found
+        clashes = sorted(k for k in old if k in new and new[k] != old[k] and k not in ("type", "rope_type"))
+        if clashes or _declared_type(new) != _declared_type(old):
+            raise RopeConfigError(
+                old_path,
+                f"conflicts with {new_path} (differing keys: {clashes or ['rope_type']}); "
+                "a config should carry one of them",
+            )
+        merged = {**old, **new}
+        return new_path, merged
+    return found[0]
+
+
+def _declared_type(block: Mapping[str, Any]) -> object:
+    return block.get("rope_type", block.get("type"))
+
+
+def _is_nested(source: Mapping[str, Any]) -> bool:
+    return bool(source) and not (RESERVED_KEYS & set(source)) and all(
+        isinstance(v, Mapping) or v is None for v in source.values()
+    )
+
+
+def _block(view: ConfigView, family: Family, layer_type: str, path: str, block: Any) -> RopeBlock:
+    if not isinstance(block, Mapping):
+        raise RopeConfigError(path, f"expected an object (or null: no RoPE for this layer type), got {block!r}")
+    rope_type, rope_type_path = _rope_type(block, path)
+    theta, theta_path = _theta(view, family, layer_type, block, path)
+    (head_dim, head_path), (factor, factor_path) = _head_dim_and_factor(view, family, layer_type, block, path)
+    max_positions = positive_int(view, "max_position_embeddings")
+    geometry = Geometry(
+        head_dim=head_dim, theta=theta, partial_rotary_factor=factor, max_position_embeddings=max_positions
+    )
+    paths = {
+        "rope_theta": theta_path,
+        "head_dim": head_path,
+        "partial_rotary_factor": factor_path,
+        "max_position_embeddings": view.path("max_position_embeddings"),
+    }
+    return RopeBlock(
+        layer_type,
+        rope_type,
+        rope_type_path,
+        path,
+        block,
+        geometry,
+        paths,
+        _mrope_section(block.get("mrope_section"), _join(path, "mrope_section")),
+        _mrope_interleaved(block, path),
+        layout_of(family, view.get("rope_interleave")),
+        view=view,
+    )
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _rope_type(block: Mapping[str, Any], path: str) -> tuple[str, str]:
+    new, old = block.get("rope_type"), block.get("type")
+    for name, value in (("rope_type", new), ("type", old)):
+        if value is not None and not isinstance(value, str):
+            raise RopeConfigError(f"{path}.{name}", f"expected a string naming a rope_type, got {value!r}")
+    if new is not None and old is not None and new != old:
+        raise RopeConfigError(f"{path}.type", f"conflicts with rope_type ({old!r} vs {new!r}); keep one")
+    if new is not None:
+        return new, f"{path}.rope_type"
+    if old is not None:
+        return old, f"{path}.type"
+    scaling_keys = sorted(set(block) - RESERVED_KEYS)
+    if scaling_keys:
+        raise RopeConfigError(
+            f"{path}.rope_type",
+            f"missing: the block declares {scaling_keys} but no rope_type; ropekit does not guess a scheme "
+            "from which keys are present (add \"rope_type\")",
+        )
+    return "default", f"{path}.rope_type"
+
+
+def _gemma_local_default(view: ConfigView) -> bool:
+    model_type = view.get("model_type")
+    gemma = ("gemma", "t5gemma", "embedding_gemma", "diffusion_gemma")
+    return isinstance(model_type, str) and model_type.startswith(gemma) and model_type in CLASS_LOCAL_THETA
+
+
+def _theta(view: ConfigView, family: Family, layer_type: str, block: Mapping[str, Any], path: str) -> tuple[float, str]:
+    """The base and where it was declared; a config declaring none gets its transformers class's
+    default (10000 for most; :data:`~ropekit.families.CLASS_THETA`), at ``rope_theta``."""
+    if family.fixed_theta is not None or view.get("model_type") == "chatglm":
+        return _family_theta(view, family, block, path)
+    candidates = [(_join(path, "rope_theta"), block.get("rope_theta"))]
+    if layer_type == "sliding_attention" and not path:
+        candidates.append((view.path("rope_local_base_freq"), view.get("rope_local_base_freq")))
+    for name in ("rope_theta", "rotary_emb_base", "rope_embedding_base"):
+        candidates.append((view.path(name), view.get(name)))
+    for where, value in candidates:
+        if value is not None:
+            return positive_number(value, where, above=1.0, most=MAX_THETA), where
+    model_type = view.get("model_type")
+    if layer_type == "sliding_attention" and not path and isinstance(model_type, str):
+        local = CLASS_LOCAL_THETA.get(model_type)
+        if local is not None:
+            return local, view.path("rope_local_base_freq")
+    if isinstance(model_type, str) and model_type in CLASS_THETA:
+        return CLASS_THETA[model_type], view.path("rope_theta")
+    return DEFAULT_THETA, view.path("rope_theta")
+
+
+def _family_theta(view: ConfigView, family: Family, block: Mapping[str, Any], path: str) -> tuple[float, str]:
+    """GPT-J/CodeGen hard-code 10000; ChatGLM uses 10000 * rope_ratio. A theta key would be ignored
+    by their code, so it is refused rather than believed."""
+    stated = [(where, value) for where, value in [(_join(path, "rope_theta"), block.get("rope_theta"))]
+              + [(view.path(name), view.get(name)) for name in ("rope_theta", "rotary_emb_base")] if value is not None]
+    model_type = view.get("model_type")
+    if stated:
+        base = "10000 * rope_ratio" if model_type == "chatglm" else f"{family.fixed_theta:g}"
+        raise RopeConfigError(stated[0][0], f"{model_type}'s code ignores it (its base is {base}); remove it")
+    if model_type == "chatglm":
+        ratio = view.get("rope_ratio")
+        if ratio is None:
+            return DEFAULT_THETA, view.path("rope_ratio")
+        where = view.path("rope_ratio")
+        return DEFAULT_THETA * positive_number(ratio, where, above=1e-4, most=MAX_THETA / DEFAULT_THETA), where
+    assert family.fixed_theta is not None
+    return family.fixed_theta, view.path("model_type")
+
+
+def _partial_rotary_factor(
+    view: ConfigView, family: Family, head_dim: int, block: Mapping[str, Any], path: str
+) -> tuple[float, str | None]:
+    """The factor and where it was declared (``None``: not declared: the family's default, else 1.0).
+
+    Precedence: the rope block, the top level (``partial_rotary_factor``, GPT-NeoX/Qwen
+    ``rotary_pct``), an absolute ``rotary_dim`` (GPT-J, CodeGen, MiniMax: must agree with a stated
+    factor), the family code's default (transformers' GLM 0.5, GPT-NeoX 0.25, ...).
+    """
+    in_block = block.get("partial_rotary_factor")
+    if in_block is not None:
+        where = _join(path, "partial_rotary_factor")
+        return positive_number(in_block, where, above=0.0, most=1.0), where
+    if family.forced_partial_rotary_factor is not None:
+        forced = family.forced_partial_rotary_factor
+        top = view.get("partial_rotary_factor")
+        if top is not None and top != forced:
+            raise RopeConfigError(view.path("partial_rotary_factor"), f"{view.get('model_type')}'s config class "
+                                  f"overwrites it with {forced}; state it inside the rope block to change it")
+        return forced, view.path("model_type")
+    found: tuple[float, str] | None = None
+    for name in ("partial_rotary_factor", "rotary_pct"):
+        if view.get(name) is not None:
+            found = positive_number(view[name], view.path(name), above=0.0, most=1.0), view.path(name)
+            break
+    rotary_dim = view.get("rotary_dim")
+    if rotary_dim is not None:
+        where = view.path("rotary_dim")
+        if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, int) or not 0 < rotary_dim <= head_dim:
+            raise RopeConfigError(where, f"expected an integer in (0, head_dim {head_dim}], got {rotary_dim!r}")
+        if found is not None and int(head_dim * found[0]) != rotary_dim:
+            raise RopeConfigError(where, f"{rotary_dim} conflicts with {found[1]} = {found[0]} (int({head_dim} * "
+                                  f"{found[0]}) = {int(head_dim * found[0])}); keep one")
+        if found is None:
+            return _factor_for(rotary_dim, head_dim), where
+    if found is not None:
+        return found
+    if family.partial_rotary_factor is not None:
+        return family.partial_rotary_factor, None
+    return 1.0, None
+
+
+def _factor_for(rotary_dim: int, head_dim: int) -> float:
+    """The factor whose ``int(head_dim * factor)`` is exactly ``rotary_dim``."""
+    factor = rotary_dim / head_dim
+    while int(head_dim * factor) < rotary_dim:
+        factor = math.nextafter(factor, math.inf)
+    return factor
+
+
+def _head_dim_and_factor(
+    view: ConfigView, family: Family, layer_type: str, block: Mapping[str, Any], path: str
+) -> tuple[tuple[int, str], tuple[float, str]]:
+    """``((head_dim, its path), (partial_rotary_factor, its path))`` for one layer type.
+
+    MLA models (DeepSeek, Mistral-4) rotate ``qk_rope_head_dim`` channels. DeepSeek states no
+    partial_rotary_factor: the rotated head is ``qk_rope_head_dim``. Mistral-4 states one over the
+    whole head (``qk_nope_head_dim + qk_rope_head_dim``); it must then give ``qk_rope_head_dim``.
+    """
+    default_factor_path = view.path("partial_rotary_factor")
+    if view.get("qk_rope_head_dim") is None:
+        head_dim, head_path = _raw_head_dim(view, layer_type)
+        head_dim = _bounded(head_path, head_dim)
+        factor, factor_path = _partial_rotary_factor(view, family, head_dim, block, path)
+        return (head_dim, head_path), (factor, factor_path or default_factor_path)
+    rope_path = view.path("qk_rope_head_dim")
+    rope = _bounded(rope_path, required_int(view, "qk_rope_head_dim"))
+    nope = positive_int(view, "qk_nope_head_dim")
+    declared = positive_int(view, "head_dim")
+    whole_path = view.path("head_dim") if declared is not None else rope_path
+    whole = _bounded(whole_path, declared or (nope + rope if nope is not None else rope))
+    factor, factor_path = _partial_rotary_factor(view, family, whole, block, path)
+    if factor_path is None:
+        return (rope, rope_path), (1.0, default_factor_path)
+    if int(whole * factor) != rope:
+        raise RopeConfigError(
+            factor_path,
+            f"int(head_dim {whole} * {factor}) = {int(whole * factor)} rotated channels, but qk_rope_head_dim "
+            f"is {rope}; they must agree",
+        )
+    return (whole, whole_path), (factor, factor_path)
+
+
+def _bounded(path: str, value: int) -> int:
+    if value > MAX_HEAD_DIM:
+        raise RopeConfigError(path, f"head dim {value} exceeds {MAX_HEAD_DIM}; is the config right?")
+    return value
+
+
+def _raw_head_dim(view: ConfigView, layer_type: str) -> tuple[int, str]:
+    if layer_type == FLAT_LAYER_TYPE and view.get("global_head_dim") is not None:  # Gemma-4 global layers
+        return required_int(view, "global_head_dim"), view.path("global_head_dim")
+    if view.get("head_dim") is not None:
+        return required_int(view, "head_dim"), view.path("head_dim")
+    if view.get("kv_channels") is not None and view.get("model_type") in ("chatglm", "qwen"):
+        return required_int(view, "kv_channels"), view.path("kv_channels")  # their rotary is over kv_channels
+    hidden = positive_int(view, "hidden_size")
+    heads = positive_int(view, "num_attention_heads")
+    if hidden is None or heads is None:
+        raise RopeConfigError(
+            view.path("head_dim"), "missing: declare head_dim, or hidden_size and num_attention_heads"
+        )
+    return hidden // heads, view.path("hidden_size")
+
+
+def _mrope_interleaved(block: Mapping[str, Any], path: str) -> bool:
+    """``mrope_interleaved`` (Qwen3-VL), or its synonym ``interleaved`` (Qwen3-Omni); they must agree."""
+    found = {}
+    for name in ("mrope_interleaved", "interleaved"):
+        value = block.get(name)
+        if value is not None:
+            if not isinstance(value, bool):
+                raise RopeConfigError(f"{path}.{name}", f"expected true or false, got {value!r}")
+            found[name] = value
+    if len(set(found.values())) > 1:
+        raise RopeConfigError(f"{path}.interleaved", f"conflicts with mrope_interleaved ({found}); keep one")
+    return any(found.values())
+
+
+def _mrope_section(value: object, path: str) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not value:
+        raise RopeConfigError(path, f"expected a non-empty list of positive integers, got {value!r}")
+    for index, item in enumerate(value):
+        if not isinstance(item, int) or isinstance(item, bool) or item <= 0:
+            raise RopeConfigError(f"{path}[{index}]", f"expected a positive integer, got {item!r}")
+    return tuple(value)
+
+

@@ -1,0 +1,124 @@
+"""The model's language config as one mapping, and the checks every geometry value goes through."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ..errors import RopeConfigError
+
+__all__ = ["MAX_HEAD_DIM", "MAX_INT", "MAX_LAYERS", "MAX_POSITIONS", "MAX_THETA", "ConfigView", "positive_int",
+           "positive_number", "required_int"]
+
+ALIASES: Mapping[str, tuple[str, ...]] = {
+    "hidden_size": ("n_embd",),
+    "num_attention_heads": ("n_head",),
+    "num_hidden_layers": ("n_layer", "num_layers"),
+    "max_position_embeddings": ("n_positions",),
+}
+"""Older names transformers maps to the same attribute (GPT-2 style, ChatGLM); read when the
+transformers name is absent."""
+
+
+class ConfigView(Mapping[str, Any]):
+    """The model's language config: ``text_config`` (if any) layered over the top level.
+
+    A key whose value is ``null`` counts as absent. :meth:`path` says where a key was found.
+    """
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        text = config.get("text_config")
+        if text is not None and not isinstance(text, Mapping):
+            raise RopeConfigError("text_config", f"expected an object, got {type(text).__name__}")
+        self._layers: list[tuple[str, Mapping[str, Any]]] = [("text_config.", text)] if text else []
+        self._layers.append(("", config))
+
+    def _find(self, name: str) -> tuple[str, Any] | None:
+        for candidate in (name, *ALIASES.get(name, ())):
+            for prefix, layer in self._layers:
+                if layer.get(candidate) is not None:
+                    return prefix + candidate, layer[candidate]
+        return None
+
+    def __getitem__(self, name: str) -> Any:
+        found = self._find(name)
+        if found is None:
+            raise KeyError(name)
+        return found[1]
+
+    def __iter__(self) -> Iterator[str]:
+        seen = {name for _, layer in self._layers for name in layer if layer.get(name) is not None}
+        return iter(sorted(seen))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def path(self, name: str) -> str:
+        """The JSON path of ``name`` (``text_config.name`` when it came from there; an alias's own
+        name, ``n_embd``, when that is what the config states)."""
+        found = self._find(name)
+        return found[0] if found is not None else self._layers[0][0] + name
+
+
+MAX_HEAD_DIM = 1 << 16
+"""Larger head dims are refused as config errors (they would only allocate absurd tables)."""
+MAX_LAYERS = 1 << 16
+"""Likewise for ``num_hidden_layers`` (ropekit lists one layer type per layer)."""
+
+
+def required_int(view: ConfigView, name: str) -> int:
+    """A positive integer the config must state (``missing`` otherwise)."""
+    value = positive_int(view, name)
+    if value is None:
+        raise RopeConfigError(view.path(name), "missing")
+    return value
+
+
+def positive_int(view: ConfigView, name: str) -> int | None:
+    """A positive integer (an integral float is accepted), within this key's sanity bound; ``None`` if absent."""
+    value = view.get(name)
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise RopeConfigError(view.path(name), f"expected a positive integer, got {_shown(value)}")
+    most = _MOST.get(name, MAX_INT)
+    if value > most:
+        raise RopeConfigError(view.path(name), f"{_shown(value)} exceeds {most}; is the config right?")
+    return value
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, int) and len(str(value)) > 24:
+        return f"an integer of {len(str(value))} digits"
+    return repr(value)
+
+
+MAX_POSITIONS = 1 << 40
+"""Larger position counts are refused (``RopeTable.at`` accepts up to this length)."""
+MAX_THETA = 1e30
+"""Larger bases are refused: real models use up to ~1e9, and past this tables underflow. A base
+must also exceed 1: at or below it frequencies no longer fall with the pair index (and a base
+near 0 overflows every table)."""
+MAX_INT = 1 << 53
+"""Any other integer the geometry reads is at most this (exact as a float)."""
+_MOST: Mapping[str, int] = {"max_position_embeddings": MAX_POSITIONS, "original_max_position_embeddings": MAX_POSITIONS,
+         "num_hidden_layers": MAX_LAYERS, "head_dim": MAX_HEAD_DIM, "qk_rope_head_dim": MAX_HEAD_DIM,
+         "qk_nope_head_dim": MAX_HEAD_DIM, "global_head_dim": MAX_HEAD_DIM, "kv_channels": MAX_HEAD_DIM}
+
+
+def positive_number(value: object, where: str, *, above: float, most: float) -> float:
+    """``value`` as a float in ``(above, most]``, else a config error naming ``where`` and the range."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise RopeConfigError(where, f"expected a number, got {value!r} ({type(value).__name__})")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not (math.isfinite(number) and above < number <= most):
+        huge = number == math.inf and not isinstance(value, float)
+        shown = f"an integer of {len(str(value))} digits" if huge else repr(value)
+        raise RopeConfigError(where, f"must be a finite number in ({above:g}, {most:g}], got {shown}")
+    return number

@@ -1,0 +1,222 @@
+"""ropekit in MLX forwards: the arguments of ``mx.fast.rope``, a drop-in rope module for MLX-LM
+models, and an audit of MLX-LM's own rope modules (``pip install "ropekit[mlx]"``; on Linux the
+extra installs ``mlx[cpu]``).
+
+``mx.fast.rope(x, dims, base=None, freqs=f)`` takes *periods*, ``f = 1 / inv_freq``, and has no
+magnitude argument: the attention factor multiplies the rotated channels of ``x`` first (as
+MLX-LM's own longrope and yarn modules do). MLX forms angles in float32, so far positions carry
+float32 angle drift (~``position * 2**-24`` rad); ropekit's float64 tables fix the frequencies,
+not that.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple, cast
+
+import numpy as np
+
+from ..artifacts.audit import audit_artifact, module_verdicts
+from ..artifacts.served import ServedArtifact, ServedTable
+from ..errors import ArgumentError, ArgumentTypeError, MissingDependencyError
+from ..host.registry import Registry
+from ..loader import load
+from ..tables.table import ModelRope, RopeTable
+
+try:
+    import mlx.core as mx
+    from mlx.nn.layers.base import Module
+    from mlx.nn.layers.positional_encoding import RoPE as _MlxRoPE
+except ImportError:  # pragma: no cover - exercised only without mlx
+    raise MissingDependencyError('ropekit.mlx needs mlx: pip install "ropekit[mlx]" (mlx[cpu] on Linux)') from None
+
+__all__ = ["FastRope", "RoPE", "audit_module", "fast_rope", "patch"]
+
+ConfigLike = ModelRope | Mapping[str, Any] | str | os.PathLike[str]
+
+
+class FastRope(NamedTuple):
+    """What ``mx.fast.rope`` needs for one table: ``mx.fast.rope(x[..., :dims] * scale, dims,
+    traditional=traditional, base=None, scale=1.0, offset=offset, freqs=freqs)``."""
+
+    dims: int
+    freqs: mx.array
+    scale: float
+    traditional: bool
+
+
+def fast_rope(table: RopeTable) -> FastRope:
+    """The ``mx.fast.rope`` arguments serving ``table``: periods ``1 / inv_freq`` (float32; a zero
+    frequency is an infinite period, a channel that never turns), the attention factor as the input
+    scale, and ``traditional`` for interleaved (``gptj``) tables. For a seq-len-dependent table, take
+    :meth:`~ropekit.RopeTable.at` first."""
+    if not isinstance(table, RopeTable):
+        raise ArgumentTypeError("table", f"expected a ropekit.RopeTable, got {type(table).__name__}")
+    with np.errstate(divide="ignore"):
+        periods = np.where(table.inv_freq > 0, 1.0 / np.maximum(table.inv_freq, 1e-300), np.inf)
+    return FastRope(table.rotary_dim, mx.array(periods.astype(np.float32)), float(table.attention_factor),
+                    table.layout == "gptj")
+
+
+class RoPE(Module):
+    """A drop-in for MLX-LM's rope modules (``nn.RoPE``, ``Llama3RoPE``, ``YarnRoPE``,
+    ``SuScaledRoPE``, ...): ``__call__(x, offset=0)`` rotates the last axis of ``x``
+    (``(B, heads, T, head_dim)``) for positions ``offset .. offset + T - 1``.
+
+    The table is ``table`` at load time; a seq-len-dependent one follows transformers' rule with
+    ``seq_len = offset + T`` (longrope: short factors up to ``original_max_position_embeddings``,
+    where MLX-LM's ``SuScaledRoPE`` uses the long ones at every length).
+    """
+
+    def __init__(self, table: RopeTable) -> None:
+        cast(Any, super()).__init__()  # mlx's Module.__init__ is unannotated
+        if not isinstance(table, RopeTable):
+            raise ArgumentTypeError("table", f"expected a ropekit.RopeTable, got {type(table).__name__}")
+        self.table = table
+        self.dims = table.rotary_dim
+        self.traditional = table.layout == "gptj"
+        self._current = (0, fast_rope(table))
+        self.freeze()
+
+    def _arguments(self, seq_len: int) -> FastRope:
+        table = self.table
+        key = seq_len if table.switch_at is not None and seq_len > table.switch_at else 0
+        if key != self._current[0]:
+            self._current = (key, fast_rope(table.at(key) if key else table))
+        return self._current[1]
+
+    def __call__(self, x: mx.array, offset: int | mx.array = 0) -> mx.array:
+        """``x`` rotated for positions ``offset ..``, attention factor applied."""
+        seq_len = int(np.max(np.array(offset))) + x.shape[-2]
+        arguments = self._arguments(seq_len)
+        if arguments.scale != 1.0:
+            x = x.at[..., : arguments.dims].multiply(arguments.scale)
+        return mx.fast.rope(x, arguments.dims, traditional=arguments.traditional, base=None, scale=1.0,
+                            offset=offset, freqs=arguments.freqs)
+
+    def _extra_repr(self) -> str:
+        return f"{self.table.rope_type}, dims={self.dims}"
+
+
+def _as_model_rope(config: ConfigLike, registry: Registry | None) -> ModelRope:
+    if isinstance(config, ModelRope):
+        return config
+    if isinstance(config, (Mapping, str, os.PathLike)):
+        return load(config, registry=registry)
+    raise ArgumentTypeError("config", f"expected a config path, a mapping or a ModelRope, got {type(config).__name__}")
+
+
+_LAYER_INDEX = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)(?:\.|$)")
+
+
+def _rope_modules(model: Module) -> Iterator[tuple[str, Module]]:
+    """MLX-LM rope modules: ``nn.RoPE``, any module class named ``*RoPE``/``*Rope`` with ``dims``."""
+    for name, module in cast(Any, model).named_modules():
+        kind = type(module).__name__
+        if isinstance(module, (_MlxRoPE, RoPE)) or (kind.endswith(("RoPE", "Rope")) and _dims(module)):
+            yield name, module
+
+
+def _dims(module: Module) -> int | None:
+    for attribute in ("dims", "dim"):
+        value = getattr(module, attribute, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _layer_type(name: str, rope: ModelRope) -> str | None:
+    match = _LAYER_INDEX.search(name)
+    if match is None:
+        return None
+    index = int(match.group(1))
+    if rope.layer_types:
+        return rope.layer_types[index] if index < len(rope.layer_types) else None
+    return next(iter(rope.tables)) if len(rope.tables) == 1 else None
+
+
+def patch(model: Module, config: ConfigLike, *, registry: Registry | None = None) -> list[str]:
+    """Replace every rope module of an MLX-LM ``model`` with a :class:`RoPE` serving the table its
+    layer uses (by the layer index in the module path and the config's ``layer_types``). Returns the
+    replaced module paths; refuses (nothing replaced) a module whose layer has no table or whose
+    width differs."""
+    rope = _as_model_rope(config, registry)
+    plan: list[tuple[str, RoPE]] = []
+    for name, module in _rope_modules(model):
+        layer_type = _layer_type(name, rope)
+        if layer_type is None and len(rope.tables) == 1:
+            layer_type = next(iter(rope.tables))
+        if layer_type is None or layer_type not in rope.tables:
+            raise ArgumentError("model", f"{name}: cannot tell which layer type it serves (have {sorted(rope.tables)})")
+        table = rope.tables[layer_type]
+        if _dims(module) != table.rotary_dim:
+            raise ArgumentError("model", f"{name}: rotates {_dims(module)} channels, ropekit's {layer_type} table "
+                                f"{table.rotary_dim}")
+        plan.append((name, RoPE(table)))
+    if not plan:
+        raise ArgumentError("model", f"no rope module found in {type(model).__name__}")
+    for name, replacement in plan:
+        parent_name, _, attribute = name.rpartition(".")
+        parent: Any = model
+        for part in parent_name.split(".") if parent_name else ():
+            parent = parent[int(part)] if isinstance(parent, list) else getattr(parent, part)
+        setattr(parent, attribute, replacement)
+    return [name for name, _ in plan]
+
+
+def _probe(module: Module, dims: int, traditional: bool, start: int, count: int) -> tuple[Any, Any]:
+    """cos and sin (one column per pair, magnitude included) that ``module`` applies at positions
+    ``start .. start + count - 1``: rotate a unit vector per pair and read both coordinates."""
+    pairs = dims // 2
+    probe = np.zeros((1, 1, count, dims), dtype=np.float32)
+    if traditional:
+        probe[..., 0::2] = 1.0
+    else:
+        probe[..., :pairs] = 1.0
+    out = np.array(module(mx.array(probe), offset=start), dtype=np.float64)[0, 0]
+    return (out[:, 0::2], out[:, 1::2]) if traditional else (out[:, :pairs], out[:, pairs:dims])
+
+
+def audit_module(
+    model: Module,
+    config: ConfigLike,
+    *,
+    positions: range = range(4096),
+    registry: Registry | None = None,
+) -> dict[str, Any]:
+    """Check every rope module of an MLX-LM ``model`` at ``positions`` (a contiguous range, one
+    forward call with ``offset = positions.start``) against what ``config`` declares.
+
+    Each module is probed: a unit vector per pair, rotated, gives the cos/sin it applies (with the
+    attention factor it multiplies in), audited as a float32-angle cache with ``ropekit audit``'s
+    verdicts. The declared table is the one for ``seq_len = positions.stop`` (longrope: short factors
+    up to ``original_max_position_embeddings``), so MLX-LM's ``SuScaledRoPE``, which uses the long
+    factors at every length, is a mismatch at short positions. Returns the ``ropekit audit --json``
+    document plus ``modules``: each module path's verdict.
+    """
+    if not isinstance(positions, range) or positions.step != 1 or not len(positions) or positions.start < 0:
+        raise ArgumentError("positions", f"expected a non-empty range of non-negative positions, got {positions!r}")
+    rope = _as_model_rope(config, registry)
+    tables: list[ServedTable] = []
+    owners: dict[str, str] = {}
+    for name, module in _rope_modules(model):
+        dims = _dims(module)
+        assert dims is not None
+        traditional = bool(getattr(module, "traditional", False))
+        cos, sin = _probe(module, dims, traditional, positions.start, len(positions))
+        layer_type = _layer_type(name, rope)
+        table = rope.tables.get(layer_type) if layer_type else next(iter(rope.tables.values()))
+        regime = None
+        if table is not None and table.switch_at is not None:
+            regime = "long" if positions.stop > table.switch_at else "short"
+        where = f"{name or type(module).__name__} at positions {positions.start}..{positions.stop - 1}"
+        tables.append(ServedTable(where, "cache", cos, "float32", sin=sin, layout="half", layer_type=layer_type,
+                                  regime=regime, first_position=positions.start))
+        owners[where] = name
+    artifact = ServedArtifact(type(model).__name__, "mlx", tuple(tables), producer="live MLX module")
+    document = audit_artifact(rope, artifact)
+    document["modules"] = module_verdicts(document, owners)
+    return document
+

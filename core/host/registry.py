@@ -1,0 +1,333 @@
+"""The pluggy host: finds one plugin per rope_type and imports it only when asked.
+
+What pluggy does here: it is the plugin manager. Each plugin module is registered under the
+rope_type it was imported for (``get_plugin(rope_type)``), its ``ropekit_scheme`` hookimpl is
+validated against the hookspec on registration, and blocked rope_types are pluggy-blocked names.
+What it does not do: read entry points. :mod:`ropekit.discovery` reads the ``ropekit.schemes``
+group once, from metadata alone, so that listing and choosing plugins imports none of them and
+duplicate claims are seen instead of silently skipped.
+
+Running what a plugin returns (its builder and other callables) is :class:`~ropekit.host.loaded.LoadedScheme`'s job.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+import pluggy
+
+from ..contract import hookspecs
+from ..contract.scheme import Scheme
+from ..errors import (
+    DeclarationError,
+    DuplicateSchemeError,
+    PluginBlockedError,
+    PluginError,
+    PluginLoadError,
+    SchemeDeclarationError,
+    SchemeMismatchError,
+    UnknownRopeTypeError,
+)
+from .discovery import ENTRY_POINT_GROUP, PluginInfo, allowed_from_env, blocked_from_env, discover
+from .loaded import LoadedScheme
+
+__all__ = ["IN_PROCESS", "Registry", "SchemeStatus", "default_registry"]
+
+IN_PROCESS = "<in-process>"
+"""The distribution name recorded for plugins given to :meth:`Registry.register`."""
+
+_HOOK = "ropekit_scheme"
+
+
+class SchemeStatus(NamedTuple):
+    """What ``ropekit list`` shows for one rope_type, known without importing its plugin.
+
+    ``state`` is ``available``, ``loaded``, ``blocked``, ``conflict`` or ``broken``; ``problem``
+    says why for the last three.
+    """
+
+    rope_type: str
+    target: str
+    distribution: str
+    version: str
+    state: str
+    problem: str = ""
+
+
+class Registry:
+    """Discovers rope_type plugins and serves their schemes.
+
+    Entry points are read once, on first use; a plugin module is imported the first time its
+    rope_type is asked for, and the result (or the error) is cached. Safe to share between threads.
+
+    ``block`` names rope_types or distributions that must not be loaded; unless ``read_env`` is
+    false, ``$ROPEKIT_BLOCK`` adds to it. Blocking a distribution also resolves a conflict: when
+    two distributions claim a rope_type, blocking all but one serves the one left.
+
+    ``allow`` (and ``$ROPEKIT_ALLOW``) pins the distributions or rope_types that may serve at all;
+    ``"ropekit"`` names the built-ins. Installing a plugin runs its code in this process when its
+    rope_type is first used: an allow-list is how a production loader keeps that set fixed.
+    """
+
+    def __init__(
+        self,
+        *,
+        block: Iterable[str] = (),
+        allow: Iterable[str] | None = None,
+        read_env: bool = True,
+        group: str = ENTRY_POINT_GROUP,
+    ) -> None:
+        self._group = group
+        self._blocked = frozenset(block) | (blocked_from_env() if read_env else frozenset())
+        self._allowed = frozenset(allow or ()) | (allowed_from_env() if read_env else frozenset())
+        self._lock = threading.RLock()
+        self._discovered: dict[str, tuple[PluginInfo, ...]] | None = None
+        self._local: dict[str, tuple[object, PluginInfo]] = {}
+        self._loaded: dict[str, LoadedScheme] = {}
+        self._failures: dict[str, PluginError] = {}
+        self._manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self._manager.add_hookspecs(hookspecs)
+        for name in self._blocked:
+            self._manager.set_blocked(name)
+
+    # -- discovery (no imports) -------------------------------------------------------------
+
+    def claims(self) -> Mapping[str, tuple[PluginInfo, ...]]:
+        """Every rope_type with the plugins claiming it (two or more: a conflict), blocked ones included."""
+        with self._lock:
+            if self._discovered is None:
+                self._discovered = discover(self._group)
+            merged = dict(self._discovered)
+            for name, (_, info) in self._local.items():
+                merged[name] = (*merged.get(name, ()), info)
+            return MappingProxyType(dict(sorted(merged.items())))
+
+    def names(self) -> tuple[str, ...]:
+        """Every registered rope_type (aliases included), sorted."""
+        return tuple(self.claims())
+
+    def owner(self, rope_type: str) -> PluginInfo | None:
+        """The one plugin that would serve ``rope_type`` (``None``: nothing, or a conflict)."""
+        candidates = self._candidates(self.claims().get(rope_type, ()))
+        return candidates[0] if len(candidates) == 1 else None
+
+    def status(self) -> tuple[SchemeStatus, ...]:
+        """One :class:`SchemeStatus` per rope_type, without importing any plugin."""
+        rows = []
+        for rope_type, claims in self.claims().items():
+            candidates = self._candidates(claims)
+            first = candidates[0] if candidates else claims[0]
+            state, problem = "available", ""
+            if self._manager.is_blocked(rope_type):
+                state, problem = "blocked", self._block_reason(first)
+            elif len(candidates) > 1:
+                state, problem = "conflict", _duplicate_text(rope_type, candidates)
+                first = first._replace(distribution=", ".join(c.distribution for c in candidates))
+            elif self._block_reason(first):
+                state, problem = "blocked", self._block_reason(first)
+            elif rope_type in self._failures:
+                state, problem = "broken", self._failures[rope_type].problem
+            elif rope_type in self._loaded:
+                state = "loaded"
+            rows.append(SchemeStatus(rope_type, first.target, first.distribution, first.version, state, problem))
+        return tuple(rows)
+
+    # -- loading ----------------------------------------------------------------------------
+
+    def register(self, plugin: object, *, name: str, distribution: str = IN_PROCESS, version: str = "") -> None:
+        """Serve ``name`` from ``plugin`` (a module or object with a ``ropekit_scheme`` hookimpl).
+
+        For schemes defined in-process (notebooks, tests); packages use the entry-point group.
+        """
+        with self._lock:
+            previous = self._manager.get_plugin(name)
+            if previous is not None:
+                self._manager.unregister(previous)
+            self._local[name] = (plugin, PluginInfo(name, repr(plugin), distribution, version))
+            self._loaded.pop(name, None)
+            self._failures.pop(name, None)
+
+    def scheme(self, rope_type: str, *, path: str = "rope_type") -> Scheme:
+        """The scheme serving ``rope_type`` (an alias resolves to its scheme).
+
+        Raises :class:`UnknownRopeTypeError` (at JSON ``path``) when nothing serves it, or a
+        :class:`PluginError` naming the distribution at fault.
+        """
+        return self.loaded(rope_type, path=path).scheme
+
+    def loaded(self, rope_type: str, *, path: str = "rope_type") -> LoadedScheme:
+        """Like :meth:`scheme`, with the distribution serving it: what the loader builds tables with."""
+        cached = self._loaded.get(rope_type)
+        if cached is not None:
+            return cached
+        with self._lock:
+            if rope_type in self._loaded:
+                return self._loaded[rope_type]
+            if rope_type in self._failures:
+                raise self._failures[rope_type]
+            claims = self.claims().get(rope_type)
+            if not claims:
+                raise self._unknown(rope_type, path)
+            try:
+                loaded = self._load(rope_type, claims)
+            except PluginError as error:
+                if not isinstance(error, PluginBlockedError):
+                    self._failures[rope_type] = error
+                raise
+            self._loaded[rope_type] = loaded
+            return loaded
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _candidates(self, claims: Iterable[PluginInfo]) -> list[PluginInfo]:
+        """The claims left once blocked distributions are set aside (all of them if every one is blocked)."""
+        claims = list(claims)
+        unblocked = [claim for claim in claims if claim.distribution not in self._blocked]
+        return unblocked or claims
+
+    def _block_reason(self, info: PluginInfo) -> str:
+        if self._manager.is_blocked(info.rope_type):
+            return f"rope_type {info.rope_type!r} is blocked (ROPEKIT_BLOCK or Registry(block=...))"
+        if info.distribution in self._blocked:
+            return f"distribution {info.distribution} is blocked (ROPEKIT_BLOCK or Registry(block=...))"
+        if self._allowed and info.distribution not in self._allowed and info.rope_type not in self._allowed:
+            return (f"distribution {info.distribution} is not in the allow-list ({', '.join(sorted(self._allowed))}; "
+                    "ROPEKIT_ALLOW or Registry(allow=...))")
+        return ""
+
+    def _unknown(self, rope_type: str, path: str) -> UnknownRopeTypeError:
+        names = self.names()
+        close = _close_matches(rope_type, names, n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        problem = (
+            f"unknown rope_type {rope_type!r}{hint or '.'} Registered: {', '.join(names) or 'none'}. "
+            f"If a package provides it, install it (it registers in the {self._group!r} entry-point group)."
+        )
+        return UnknownRopeTypeError(path, rope_type, problem)
+
+    def _load(self, rope_type: str, claims: tuple[PluginInfo, ...]) -> LoadedScheme:
+        candidates = self._candidates(claims)
+        if self._manager.is_blocked(rope_type):
+            raise PluginBlockedError(rope_type, candidates[0].distribution, self._block_reason(candidates[0]))
+        if len(candidates) > 1:
+            raise DuplicateSchemeError(rope_type, candidates[0].distribution, _duplicate_text(rope_type, candidates))
+        info = candidates[0]
+        blocked = self._block_reason(info)
+        if blocked:
+            raise PluginBlockedError(rope_type, info.distribution, blocked)
+        local = self._local.get(rope_type)
+        plugin = local[0] if local is not None and local[1] == info else self._import(info)
+        scheme = self._call_hook(plugin, info)
+        self._check_names(scheme, info)
+        blocked_name = next((name for name in (scheme.name, *scheme.aliases) if self._manager.is_blocked(name)), None)
+        if blocked_name is not None:  # an alias must not get round a block on its scheme
+            raise PluginBlockedError(rope_type, info.distribution, f"rope_type {blocked_name!r}, which "
+                                     f"{rope_type!r} names, is blocked (ROPEKIT_BLOCK or Registry(block=...))")
+        return LoadedScheme(scheme, info)
+
+    def _import(self, info: PluginInfo) -> object:
+        module_name, _, attribute = info.target.partition(":")
+        try:
+            plugin: object = importlib.import_module(module_name)
+            for part in filter(None, attribute.split(".")):
+                plugin = getattr(plugin, part)
+        except DeclarationError as error:  # a Key or Scheme built at import time is malformed
+            raise SchemeDeclarationError(info.rope_type, info.distribution, str(error)) from error
+        except BaseException as error:  # any import-time failure (SystemExit included) is the plugin's
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            raise PluginLoadError(
+                info.rope_type,
+                info.distribution,
+                f"importing {info.target!r} failed: {type(error).__name__}: {error}",
+            ) from error
+        return plugin
+
+    def _call_hook(self, plugin: object, info: PluginInfo) -> Scheme:
+        manager = self._manager
+        if not manager.is_registered(plugin):  # an alias may share its module with an imported name
+            try:
+                manager.register(plugin, name=info.rope_type)
+            except (ValueError, pluggy.PluginValidationError) as error:
+                if manager.is_registered(plugin):  # pluggy < 1.7 leaves a half-registered plugin
+                    manager.unregister(plugin)
+                raise PluginLoadError(info.rope_type, info.distribution, f"invalid hook: {error}") from error
+        impls = [impl for impl in manager.hook.ropekit_scheme.get_hookimpls() if impl.plugin is plugin]
+        if not impls:
+            raise PluginLoadError(info.rope_type, info.distribution, _missing_hook_text(manager, plugin, info))
+        try:
+            scheme = impls[0].function()
+        except DeclarationError as error:
+            raise SchemeDeclarationError(info.rope_type, info.distribution, str(error)) from error
+        except Exception as error:
+            raise PluginLoadError(
+                info.rope_type, info.distribution, f"{_HOOK}() raised {type(error).__name__}: {error}"
+            ) from error
+        if not isinstance(scheme, Scheme):
+            raise PluginLoadError(
+                info.rope_type,
+                info.distribution,
+                f"{_HOOK}() returned {type(scheme).__name__}, expected ropekit.Scheme",
+            )
+        return scheme
+
+    def _check_names(self, scheme: Scheme, info: PluginInfo) -> None:
+        """The entry point must be the scheme's name or an alias, and a scheme may claim only
+        names that no other distribution serves (built-ins included)."""
+        if info.rope_type != scheme.name and info.rope_type not in scheme.aliases:
+            raise SchemeMismatchError(
+                info.rope_type,
+                info.distribution,
+                f"entry point {info.rope_type!r} returned a scheme named {scheme.name!r} "
+                f"(aliases {list(scheme.aliases)}); the entry-point name must be the scheme's name or an alias",
+            )
+        claims = self.claims()
+        for name in (scheme.name, *scheme.aliases):
+            serving = self._candidates(claims.get(name, ()))
+            others = sorted({c.distribution for c in serving if c.distribution != info.distribution})
+            if others:
+                raise SchemeMismatchError(
+                    info.rope_type,
+                    info.distribution,
+                    f"its scheme claims the name {name!r}, which {', '.join(others)} serves; a scheme may use "
+                    "only names its own distribution registers as entry points",
+                )
+
+
+def _duplicate_text(rope_type: str, claims: Iterable[PluginInfo]) -> str:
+    claims = list(claims)
+    owners = ", ".join(f"{c.distribution} {c.version} ({c.target})" for c in claims)
+    return (f"claimed by {len(claims)} distributions: {owners}; uninstall all but one, or block the others "
+            f"by distribution (ROPEKIT_BLOCK={claims[-1].distribution} or Registry(block=[...]))")
+
+
+def _missing_hook_text(manager: pluggy.PluginManager, plugin: object, info: PluginInfo) -> str:
+    marked = [name for name in dir(plugin) if manager.parse_hookimpl_opts(plugin, name) is not None]
+    if marked:
+        guess = _close_matches(_HOOK, marked, n=1)
+        hint = f"; did you mean {_HOOK!r} instead of {guess[0]!r}?" if guess else ""
+        return f"{info.target!r} defines hook(s) {marked} but no {_HOOK!r}{hint}"
+    return f"{info.target!r} has no @ropekit.hookimpl function named {_HOOK!r}"
+
+
+_default: Registry | None = None
+_default_lock = threading.Lock()
+
+
+def default_registry() -> Registry:
+    """The process-wide registry ``ropekit.load`` uses by default (created on first use)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Registry()
+        return _default
+
+
+def _close_matches(word: str, candidates: Any, n: int = 3, cutoff: float = 0.6) -> list[str]:
+    import difflib  # only on the error path: it costs a millisecond of every cold start
+
+    return difflib.get_close_matches(word, candidates, n=n, cutoff=cutoff)

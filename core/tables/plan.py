@@ -1,0 +1,85 @@
+"""What cos/sin needs that depends only on a table: :class:`Plan` (checked frequencies, the
+position bound, the offset and step tables) and the unit-circle evaluation both are built from.
+
+It sits below :mod:`ropekit.tables.fill` (which computes rows from a plan) and
+:mod:`ropekit.tables.rotary` (the cos/sin API that makes plans), so neither imports the other back.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import ArgumentError
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = ["BLOCK", "MAX_ANGLE", "STEPS", "Plan", "max_position", "unit_circle"]
+
+BLOCK = 256  # positions per block: the offset table's rows
+STEPS = 64  # rows of the plan's step table: exp(i 256 k f) for k < 64, float64
+MAX_ANGLE = float(1 << 32)
+"""The largest angle (``position * inv_freq``, radians) served: below it a float32 cache is within
+5e-7 (times the attention factor) of exact (measured 2.4e-7 at 2**32, 4.5e-7 at worst); past it float64 angle
+reduction itself drifts (7.9e-7 at 2**34, 4.9e-5 at 2**40). With ``inv_freq[0] == 1`` (every
+built-in), positions up to ``2**32 - 1``."""
+_INT64_MAX = (1 << 63) - 1  # positions are int64 inside; a larger one would wrap
+
+
+def max_position(inv_freq: npt.NDArray[np.float64]) -> int:
+    """The largest position :func:`cos_sin` serves for ``inv_freq`` (see :data:`MAX_ANGLE`), at most
+    ``2**63 - 1``."""
+    peak = float(np.max(inv_freq)) if inv_freq.size else 0.0
+    return min(int(MAX_ANGLE / peak) - 1, _INT64_MAX) if peak > 0 else _INT64_MAX
+
+
+def unit_circle(angles: npt.NDArray[np.float64], scale: float, work: Any) -> npt.NDArray[Any]:
+    """``scale * exp(i * angles)`` from float64 cos and sin, rounded once to ``work``."""
+    values = np.empty(angles.shape, dtype=work)
+    values.real = np.cos(angles) * scale
+    values.imag = np.sin(angles) * scale
+    return values
+
+
+class Plan:
+    """What cos/sin needs that depends only on a table: its checked frequencies, the position
+    bound, and the offset table ``exp(i * r * inv_freq)`` for ``r < 256`` (built on first use, per
+    work dtype).
+
+    Shared safely between threads: a table is computed at most a few times and never mutated.
+    :meth:`RopeTable.cos_sin <ropekit.RopeTable.cos_sin>` keeps one per table.
+    """
+
+    __slots__ = ("_offsets", "_steps", "factor", "freq", "limit")
+
+    def __init__(self, inv_freq: npt.NDArray[np.float64], attention_factor: float) -> None:
+        freq = np.ascontiguousarray(inv_freq, dtype=np.float64)
+        if freq.ndim != 1 or not np.all(np.isfinite(freq)) or np.any(freq < 0):
+            raise ArgumentError("inv_freq", "expected a 1-D array of finite non-negative frequencies")
+        factor = float(attention_factor)
+        if not np.isfinite(factor):
+            raise ArgumentError("attention_factor", f"expected a finite number, got {attention_factor!r}")
+        self.freq, self.factor, self.limit = freq, factor, max_position(freq)
+        self._offsets: dict[Any, npt.NDArray[Any]] = {}
+        self._steps: npt.NDArray[np.complex128] | None = None
+
+    def offsets(self, work: Any) -> npt.NDArray[Any]:
+        """``exp(i * r * inv_freq)`` for ``r < 256``, shape ``(256, pairs)``: evaluated in float64,
+        then rounded to the complex ``work`` dtype."""
+        found = self._offsets.get(work)
+        if found is None:
+            found = unit_circle(np.arange(BLOCK, dtype=np.float64)[:, None] * self.freq[None, :], 1.0, work)
+            self._offsets[work] = found
+        return found
+
+    def steps(self) -> npt.NDArray[np.complex128]:
+        """``exp(i * 256 * k * inv_freq)`` for ``k < 64``, complex128: block base rows are
+        products of these, not fresh float64 transcendentals."""
+        found = self._steps
+        if found is None:
+            found = unit_circle((BLOCK * np.arange(STEPS, dtype=np.float64))[:, None] * self.freq[None, :],
+                                 1.0, np.complex128)
+            self._steps = found
+        return found

@@ -1,0 +1,279 @@
+"""The tables ``ropekit.load`` returns: one :class:`RopeTable` per layer type, in a :class:`ModelRope`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import attrs
+import numpy as np
+
+from ..contract.scheme import Geometry
+from ..errors import ArgumentError, ArgumentTypeError
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from ..host.loaded import LoadedScheme
+    from .plan import Plan
+    from .rotary import CacheLayout, Layout
+
+__all__ = ["MAX_SEQ_LEN", "ModelRope", "RopeTable", "SeqLenRule"]
+
+MAX_SEQ_LEN = 1 << 40
+"""The longest sequence :meth:`RopeTable.at` accepts."""
+
+
+class SeqLenRule(NamedTuple):
+    """How a seq-len-dependent table changes: the rule in words, and the length up to which the
+    load-time table holds (a forward crossing it must rebuild its cos/sin cache)."""
+
+    text: str
+    switch_at: int
+
+
+@attrs.frozen(eq=False)
+class RopeTable:
+    """The RoPE a forward must use for one layer type.
+
+    ``inv_freq`` is read-only float64 in transformers' order; the forward multiplies cos and sin by
+    ``attention_factor``. ``params`` are the scheme's own parameters, validated and defaulted;
+    ``geometry`` is what the builder was given (head_dim, theta, partial_rotary_factor,
+    max_position_embeddings). For a seq-len-dependent scheme (``rule`` is set) this is the table
+    at load time (no sequence length); :meth:`at` gives the table for a sequence of ``seq_len``
+    positions.
+
+    Two widths: :attr:`rotary_dim` is the number of channels the forward's cos/sin cover
+    (``2 * len(inv_freq)``); :attr:`rotated_dim` the number whose frequency is non-zero. They differ
+    only for schemes that cover the whole head with zeros past the rotated part (``proportional``).
+
+    ``layout`` is how the model's own code pairs channels: ``neox`` (rotate-half, most models) or
+    ``gptj`` (interleaved: GPT-J, CodeGen, GLM, Llama-4, DeepSeek ``rope_interleave``); it is the
+    default of :meth:`cos_sin` and ``ropekit export``.
+    """
+
+    layer_type: str
+    rope_type: str
+    params: Mapping[str, Any]
+    geometry: Geometry
+    inv_freq: npt.NDArray[np.float64]
+    attention_factor: float
+    seq_len: int | None = None
+    rule: SeqLenRule | None = None
+    mrope_section: tuple[int, ...] | None = None
+    mrope_interleaved: bool = False
+    layout: Layout = "neox"
+    landmarks: Mapping[str, float] = attrs.field(factory=dict, repr=False)
+    _scheme: LoadedScheme | None = attrs.field(default=None, repr=False, alias="scheme")
+    _cache: dict[str, Any] = attrs.field(factory=dict, repr=False, init=False)
+
+    @property
+    def head_dim(self) -> int:
+        """The attention head's width."""
+        return self.geometry.head_dim
+
+    @property
+    def rotary_dim(self) -> int:
+        """Channels the forward's cos/sin cover: ``2 * len(inv_freq)``."""
+        return 2 * len(self.inv_freq)
+
+    @property
+    def rotated_dim(self) -> int:
+        """Channels that actually rotate (``int(head_dim * partial_rotary_factor)``)."""
+        return self.geometry.rotary_dim
+
+    @property
+    def seq_len_dependent(self) -> bool:
+        """Whether the table depends on the sequence length (dynamic, longrope)."""
+        return self.rule is not None
+
+    @property
+    def seq_len_rule(self) -> str:
+        """The seq-len rule in words (empty when the table does not depend on it)."""
+        return self.rule.text if self.rule is not None else ""
+
+    @property
+    def switch_at(self) -> int | None:
+        """The length up to which the load-time table holds (``None``: independent of seq_len)."""
+        return self.rule.switch_at if self.rule is not None else None
+
+    def at(self, seq_len: int) -> RopeTable:
+        """The table for a sequence of ``seq_len`` positions (``max(position_ids) + 1``).
+
+        Equal to ``self`` for schemes that do not depend on the sequence length.
+        """
+        if isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer)):
+            raise ArgumentTypeError("seq_len", f"expected an integer in [1, 2**40], got {seq_len!r}")
+        if not 1 <= seq_len <= MAX_SEQ_LEN:
+            raise ArgumentError("seq_len", f"expected an integer in [1, 2**40], got {seq_len!r}")
+        if self.rule is None or self._scheme is None:
+            return self
+        frequencies = self._scheme.build(self.params, self.geometry, int(seq_len))
+        return attrs.evolve(
+            self,
+            inv_freq=frequencies.inv_freq,
+            attention_factor=frequencies.attention_factor,
+            seq_len=int(seq_len),
+        )
+
+    def with_params(self, **changes: Any) -> RopeTable:
+        """This table rebuilt with some of the scheme's parameters changed (``truncate=False``,
+        ``beta_fast=32.0``): what a forward that misread them serves. Values are validated like
+        config values."""
+        if self._scheme is None:
+            raise ArgumentError("params", "this table was not built by a scheme")
+        scheme = self._scheme.scheme
+        params = dict(self.params)
+        for name, value in changes.items():
+            key = scheme.key(name)
+            if key is None:
+                raise ArgumentError(name, f"rope_type {self.rope_type!r} has no parameter {name!r}")
+            params[name] = None if value is None else key.validate(value, name, self.geometry.pairs)
+        frozen = MappingProxyType(params)
+        frequencies = self._scheme.build(frozen, self.geometry, self.seq_len)
+        return attrs.evolve(self, params=frozen, inv_freq=frequencies.inv_freq,
+                            attention_factor=frequencies.attention_factor)
+
+    def cos_sin(
+        self,
+        positions: Any,
+        *,
+        dtype: npt.DTypeLike = np.float32,
+        layout: CacheLayout | None = None,
+        out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = None,
+        threads: int | None = None,
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        """``(cos, sin)`` at ``positions`` (a count ``N``, a ``range`` or integers), multiplied by
+        ``attention_factor``, angles reduced in float64 (see :mod:`ropekit.tables.rotary`).
+
+        ``layout``: ``neox`` (rotate-half) or ``gptj`` (interleaved), shape ``(N, rotary_dim)``, or
+        ``half`` (one column per pair, ``(N, rotary_dim / 2)``); default: the table's own
+        :attr:`layout`. ``threads``: at most how many threads share a long run, none with fewer than
+        2048 positions; the default, ``None``, allows as many as the cores the process may run on
+        (as torch's CPU ops do); ``1`` stays on the calling thread. The result is bit-identical
+        either way. What depends only on
+        the table (checked frequencies, offset tables) is computed once per table and reused, so
+        a one-position decode step costs tens of microseconds. For a seq-len-dependent scheme,
+        take :meth:`at` first.
+        """
+        from .rotary import cos_sin
+
+        chosen = self.layout if layout is None else layout
+        return cos_sin(self._plan(), self.attention_factor, positions, dtype=dtype, layout=chosen, out=out,
+                       threads=threads)
+
+    def _plan(self) -> Plan:
+        plan = self._cache.get("plan")
+        if plan is None:
+            from .plan import Plan
+
+            plan = Plan(self.inv_freq, self.attention_factor)
+            self._cache["plan"] = plan  # a race builds it twice, harmlessly
+        return plan
+
+    def json_params(self) -> dict[str, Any]:
+        """The parameters the table was built with, as JSON: the geometry's ``rope_theta`` and
+        ``partial_rotary_factor``, then the scheme's own (tuples as lists)."""
+        merged = {"rope_theta": self.geometry.theta, "partial_rotary_factor": self.geometry.partial_rotary_factor,
+                  **self.params}
+        return {name: list(value) if isinstance(value, tuple) else value for name, value in merged.items()}
+
+    def to_json(self, *, inv_freq: bool = True) -> dict[str, Any]:
+        """The one JSON form of a table (``ropekit table --json``; ``export`` and ``audit`` build on it).
+
+        ``inv_freq=False`` leaves the frequencies out (for documents that store them elsewhere).
+        """
+        record: dict[str, Any] = {"rope_type": self.rope_type}
+        if inv_freq:
+            record["inv_freq"] = self.inv_freq.tolist()
+        record.update(
+            attention_factor=self.attention_factor,
+            rotary_dim=self.rotary_dim,
+            head_dim=self.head_dim,
+            params=self.json_params(),
+        )
+        if self.seq_len is not None:
+            record["seq_len"] = self.seq_len
+        if self.rule is not None:
+            record["seq_len_rule"] = self.rule.text
+            record["switch_at"] = self.rule.switch_at
+        if self.mrope_section is not None:
+            record["mrope_section"] = list(self.mrope_section)
+            record["mrope_interleaved"] = self.mrope_interleaved
+        record["layout"] = self.layout
+        return record
+
+
+@attrs.frozen
+class ModelRope:
+    """Every layer type's table for one model, and which layers apply no RoPE.
+
+    ``layer_types`` has one entry per layer, named as transformers names them (empty when the
+    config does not say). A flat config has a single table (``full_attention``) that every
+    attention layer uses. ``no_rope_types`` are layer types that apply no RoPE (linear attention,
+    convolutions, a null per-type block, Cohere-2's full layers, or every type when the model has
+    none: ``no_rope_reason`` says why); ``no_rope_layers`` are layer indices without RoPE whatever
+    their type (Llama-4 and SmolLM3 ``no_rope_layers``).
+    """
+
+    tables: Mapping[str, RopeTable]
+    layer_types: tuple[str, ...] = ()
+    source: str = "<mapping>"
+    no_rope_types: frozenset[str] = frozenset()
+    no_rope_layers: tuple[int, ...] = ()
+    no_rope_reason: str = ""
+
+    def __getitem__(self, layer_type: str) -> RopeTable:
+        try:
+            return self.tables[layer_type]
+        except KeyError:
+            without = " (it applies no RoPE)" if layer_type in self.no_rope_types else ""
+            raise KeyError(f"no table for layer type {layer_type!r}{without}; have {sorted(self.tables)}") from None
+
+    @property
+    def table(self) -> RopeTable:
+        """The ``full_attention`` table (the only one of a flat config).
+
+        Raises :class:`LookupError` when the model applies no RoPE at all.
+        """
+        if not self.tables:
+            raise LookupError(f"the model applies no RoPE: {self.no_rope_reason or 'no layer type rotates'}")
+        return self["full_attention"] if "full_attention" in self.tables else next(iter(self.tables.values()))
+
+    def for_layer(self, index: int) -> RopeTable | None:
+        """The table layer ``index`` uses, or ``None`` when that layer applies no RoPE."""
+        count = len(self.layer_types)
+        if count and not 0 <= index < count:
+            raise IndexError(f"layer {index} out of range: the model has {count} layers")
+        if index in self.no_rope_layers:
+            return None
+        if count:
+            layer_type = self.layer_types[index]
+            if layer_type in self.no_rope_types:
+                return None
+            if layer_type in self.tables:
+                return self.tables[layer_type]
+        if len(self.tables) == 1:
+            return next(iter(self.tables.values()))
+        if not self.tables:
+            return None
+        raise LookupError("the config declares per-layer-type rope parameters but no layer_types")
+
+    def at(self, seq_len: int) -> ModelRope:
+        """Every table at ``seq_len`` (see :meth:`RopeTable.at`)."""
+        return attrs.evolve(self, tables={name: t.at(seq_len) for name, t in self.tables.items()})
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``ropekit table --json`` document: a layer type without RoPE is ``{"no_rope": true}``;
+        per-index NoPE layers are listed as ``no_rope_layers``."""
+        layers: dict[str, Any] = {name: table.to_json() for name, table in self.tables.items()}
+        for name in sorted(self.no_rope_types):
+            if name not in layers:
+                layers[name] = {"no_rope": True}
+        document: dict[str, Any] = {"layers": layers}
+        if self.no_rope_layers:
+            document["no_rope_layers"] = list(self.no_rope_layers)
+        if self.no_rope_reason:
+            document["no_rope_reason"] = self.no_rope_reason
+        return document

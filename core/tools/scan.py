@@ -1,0 +1,335 @@
+"""``ropekit scan``: every model under some folders, what each declares, and who would mis-serve it.
+
+A model is a folder holding ``config.json`` (a plain model folder, a Hugging Face hub-cache
+snapshot ``models--org--name/snapshots/<rev>/``, a Ryzen AI pack), an ONNX pack without one
+(``genai_config.json`` + ``*.onnx``), or a ``.gguf`` file. Each becomes one :class:`ScanRow` with its
+own status; a bad model never stops the scan. Nothing is written anywhere. Directory symlinks are
+not followed (no loops); file symlinks are (the hub cache's blobs).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import attrs
+
+from ..errors import (
+    ArgumentError,
+    MissingDependencyError,
+    PluginError,
+    RopeConfigError,
+    RopekitError,
+    UnknownRopeTypeError,
+)
+from ..host.registry import Registry, default_registry
+
+__all__ = ["STATUSES", "ScanRow", "canonical_types", "find_models", "scan", "summarize"]
+
+STATUSES = ("ok", "refused", "unregistered", "unsupported", "mismatch", "plugin_error")
+"""Row statuses, best to worst after ``ok``: exit 0 only when every row is ``ok``."""
+
+MAX_ENTRIES = 1_000_000
+"""Directory entries looked at before the walk stops with a row saying so (a huge tree, a wrong root)."""
+
+
+@attrs.frozen
+class Candidate:
+    """Something that looks like a model: a folder with ``config.json``, a pack, a GGUF."""
+
+    path: str
+    kind: str  # "config" (a folder), "config_file", "onnx_pack", "gguf"
+    artifacts: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class ScanRow:
+    """One model: where it is, what it declares per layer type, and its status with the reason."""
+
+    path: str
+    status: str
+    model_type: str | None = None
+    layers: dict[str, Any] = attrs.field(factory=dict)
+    reason: str = ""
+    artifacts: tuple[str, ...] = ()
+    audit: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``ropekit scan --json`` line for this model."""
+        record: dict[str, Any] = {"path": self.path, "status": self.status, "model_type": self.model_type,
+                                  "layers": self.layers, "reason": self.reason}
+        if self.artifacts:
+            record["artifacts"] = list(self.artifacts)
+        if self.audit is not None:
+            record["audit"] = self.audit
+        return record
+
+
+def find_models(paths: Sequence[str], *, on_error: Callable[[str, str], None] | None = None) -> Iterator[Candidate]:
+    """Every model candidate under ``paths``, in a stable order (each root in order, sorted inside)."""
+    seen: set[str] = set()
+    budget = [MAX_ENTRIES]
+    for root in paths:
+        try:
+            info = os.stat(root)
+        except OSError as error:
+            raise ArgumentError("paths", f"{root}: {error.strerror or error}") from None
+        if stat.S_ISREG(info.st_mode):
+            candidate = _file_candidate(root)
+            if candidate is None:
+                raise ArgumentError("paths", f"{root}: not a config.json, .gguf or .onnx; give a folder to walk")
+            if candidate.path not in seen:
+                seen.add(candidate.path)
+                yield candidate
+            continue
+        if not stat.S_ISDIR(info.st_mode):
+            raise ArgumentError("paths", f"{root}: not a file or folder")
+        yield from _walk(root, seen, budget, on_error)
+
+
+def _file_candidate(path: str) -> Candidate | None:
+    name = os.path.basename(path)
+    if name == "config.json":
+        folder = os.path.dirname(path) or "."
+        return Candidate(folder, "config", _artifacts(folder, _listdir(folder)))
+    if name.endswith(".json"):  # a config file named on the command line (no artifacts beside it)
+        return Candidate(path, "config_file")
+    if name.endswith(".gguf"):
+        return Candidate(path, "gguf")
+    if name.endswith(".onnx"):
+        folder = os.path.dirname(path) or "."
+        return Candidate(folder, "onnx_pack", (path,))
+    return None
+
+
+def _listdir(folder: str) -> list[str]:
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:
+        return []
+
+
+def _artifacts(folder: str, names: Iterable[str]) -> tuple[str, ...]:
+    found = []
+    for name in names:
+        if name.endswith(".gguf") or (name.endswith(".onnx") and not name.startswith(".")):
+            found.append(os.path.join(folder, name))
+    return tuple(found)
+
+
+def _walk(
+    root: str, seen: set[str], budget: list[int], on_error: Callable[[str, str], None] | None
+) -> Iterator[Candidate]:
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except OSError as error:
+            if on_error is not None:
+                on_error(folder, f"cannot read folder: {error.strerror or error}")
+            continue
+        budget[0] -= len(entries)
+        if budget[0] < 0:
+            if on_error is not None:
+                on_error(folder, f"stopped: more than {MAX_ENTRIES} entries under the given paths")
+            return
+        names = [entry.name for entry in entries]
+        if "config.json" in names:
+            if folder not in seen:
+                seen.add(folder)
+                yield Candidate(folder, "config", _artifacts(folder, names))
+        elif "genai_config.json" in names and any(name.endswith(".onnx") for name in names):
+            if folder not in seen:
+                seen.add(folder)
+                yield Candidate(folder, "onnx_pack", _artifacts(folder, names))
+        else:
+            for entry in entries:
+                if entry.name.endswith(".gguf") and _is_file(entry):
+                    path = entry.path
+                    if path not in seen:
+                        seen.add(path)
+                        yield Candidate(path, "gguf")
+        subfolders = [entry.path for entry in entries if _is_real_dir(entry) and not entry.name.startswith(".")
+                      and entry.name not in ("blobs", "refs", "__pycache__")]
+        stack.extend(reversed(subfolders))
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()  # follows a file symlink (hub-cache blobs)
+    except OSError:
+        return False
+
+
+def _is_real_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def canonical_types(names: Iterable[str], registry: Registry) -> frozenset[str]:
+    """``--supports`` names resolved through aliases (``su`` is longrope, ``mrope`` is default)."""
+    resolved = set()
+    for name in names:
+        try:
+            resolved.add(registry.scheme(name, path="supports").name)
+        except UnknownRopeTypeError:
+            raise
+        except PluginError:
+            resolved.add(name)
+    return frozenset(resolved)
+
+
+def scan(
+    paths: Sequence[str],
+    *,
+    supports: Iterable[str] | None = None,
+    audit: bool = False,
+    jobs: int = 1,
+    registry: Registry | None = None,
+    strict: bool = True,
+) -> Iterator[ScanRow]:
+    """One :class:`ScanRow` per model under ``paths``, as they are found.
+
+    ``supports`` names the rope_types a forward serves: a model declaring any other gets status
+    ``unsupported``. ``audit`` also audits the artifacts found beside each config (ONNX packs,
+    GGUFs), ``jobs`` at a time.
+    """
+    registry = registry or default_registry()
+    supported = canonical_types(supports, registry) if supports is not None else None
+    errors: list[ScanRow] = []
+
+    def note(path: str, problem: str) -> None:
+        errors.append(ScanRow(path, "refused", reason=problem))
+
+    candidates = find_models(paths, on_error=note)
+
+    def row(candidate: Candidate) -> ScanRow:
+        try:
+            return _row(candidate, registry, supported, audit, strict)
+        except Exception as error:  # a bad model never stops the scan; its row says what broke
+            return ScanRow(candidate.path, "refused", reason=f"cannot read: {type(error).__name__}: {error}")
+
+    if audit and jobs > 1:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            yield from pool.map(row, candidates)
+    else:
+        for candidate in candidates:
+            yield row(candidate)
+            while errors:
+                yield errors.pop(0)
+    yield from errors
+
+
+def _row(
+    candidate: Candidate, registry: Registry, supported: frozenset[str] | None, audit: bool, strict: bool
+) -> ScanRow:
+    if candidate.kind == "gguf":
+        return _gguf_row(candidate, audit)
+    if candidate.kind == "onnx_pack":
+        return ScanRow(candidate.path, "refused", reason="an ONNX pack without config.json: nothing declares its RoPE "
+                       "(put the model's config.json beside it to scan or audit it)", artifacts=candidate.artifacts)
+    from ..config.source import read_config
+    from ..loader import load
+
+    config_path = candidate.path if candidate.kind == "config_file" else os.path.join(candidate.path, "config.json")
+    model_type = None
+    try:
+        config, _ = read_config(config_path)  # parsed once: the mapping is what load() gets
+        model_type = _model_type(config)
+        model = load(config, strict=strict, registry=registry)
+    except UnknownRopeTypeError as error:
+        return ScanRow(candidate.path, "unregistered", model_type, reason=str(error), artifacts=candidate.artifacts)
+    except RopeConfigError as error:
+        return ScanRow(candidate.path, "refused", model_type, reason=str(error), artifacts=candidate.artifacts)
+    except PluginError as error:
+        return ScanRow(candidate.path, "plugin_error", model_type, reason=str(error), artifacts=candidate.artifacts)
+    layers: dict[str, Any] = {}
+    for name, table in model.tables.items():
+        owner = registry.owner(table.rope_type)
+        layers[name] = {"rope_type": table.rope_type, "distribution": owner.distribution if owner else "?"}
+    for name in sorted(model.no_rope_types - set(model.tables)):
+        layers[name] = {"no_rope": True}
+    if model.no_rope_layers:
+        layers["no_rope_layers"] = list(model.no_rope_layers)
+    status, reason = "ok", ""
+    if supported is not None:
+        missing = sorted({table.rope_type for table in model.tables.values()} - supported)
+        if missing:
+            status = "unsupported"
+            reason = (f"declares {', '.join(missing)}, which this forward does not serve (it serves "
+                      f"{', '.join(sorted(supported))})")
+    audits: dict[str, Any] | None = None
+    if audit and candidate.artifacts:
+        audits, problem = _audit_artifacts(model, candidate.artifacts)
+        if problem and status == "ok":
+            status, reason = "mismatch", problem
+    return ScanRow(candidate.path, status, model_type, layers, reason, candidate.artifacts, audits)
+
+
+def _model_type(config: Any) -> str | None:
+    text = config.get("text_config")
+    found = config.get("model_type") or (text.get("model_type") if isinstance(text, dict) else None)
+    return found if isinstance(found, str) else None
+
+
+def _audit_artifacts(model: Any, artifacts: tuple[str, ...]) -> tuple[dict[str, Any], str]:
+    from ..artifacts.audit import audit_artifact
+    from ..artifacts.read import read_artifact
+
+    results: dict[str, Any] = {}
+    problems = []
+    for path in artifacts:
+        try:
+            report = audit_artifact(model, read_artifact(path))
+        except Exception as error:  # one unreadable artifact is this row's problem, not the scan's
+            results[path] = {"verdict": "error", "reason": str(error)}
+            problems.append(f"{os.path.basename(path)}: cannot audit: {error}")
+            continue
+        served_as = {name: layer["served_as"] for name, layer in report["layers"].items() if "served_as" in layer}
+        results[path] = {"verdict": report["verdict"], **({"served_as": served_as} if served_as else {})}
+        if report["verdict"] == "no_table":
+            problems.append(f"{os.path.basename(path)}: carries no RoPE table (its runtime builds one)")
+        elif report["verdict"] != "match":
+            first = next(iter(served_as.items()))
+            problems.append(f"{os.path.basename(path)}: [{first[0]}] serves {first[1]}")
+    return results, "; ".join(problems)
+
+
+def _gguf_row(candidate: Candidate, audit: bool) -> ScanRow:
+    from ..artifacts.read import read_artifact
+
+    try:
+        artifact = read_artifact(candidate.path)
+    except MissingDependencyError as error:
+        return ScanRow(candidate.path, "refused", reason=str(error))
+    except RopekitError as error:
+        return ScanRow(candidate.path, "refused", reason=str(error))
+    engine = artifact.engine
+    layers = {"full_attention": {"rope_type": f"gguf:{engine.get('scaling_type')}",
+                                 "distribution": "llama.cpp (GGUF)"}}
+    if audit and artifact.flags:
+        return ScanRow(candidate.path, "mismatch", engine.get("arch"), layers, "; ".join(artifact.flags),
+                       audit={"verdict": "red_flags", "flags": list(artifact.flags)})
+    return ScanRow(candidate.path, "ok", engine.get("arch"), layers,
+                   audit={"verdict": "no_red_flags"} if audit else None)
+
+
+def summarize(rows: Iterable[ScanRow]) -> dict[str, Any]:
+    """Counts per status and per rope_type (a model counts once per rope_type it declares)."""
+    statuses: Counter[str] = Counter()
+    types: Counter[str] = Counter()
+    total = 0
+    for row in rows:
+        total += 1
+        statuses[row.status] += 1
+        for rope_type in {layer.get("rope_type") for layer in row.layers.values() if isinstance(layer, dict)}:
+            if rope_type:
+                types[rope_type] += 1
+    return {"models": total, "status": dict(sorted(statuses.items())), "rope_types": dict(sorted(types.items()))}

@@ -1,0 +1,145 @@
+"""``ropekit scan`` over generated catalogues laid out as people have them on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ropekit.tools.scan import find_models, scan, summarize
+
+from ..support import ARTIFACTS, ROOT
+
+SEED = json.loads((ROOT / "core" / "sample_configs" / "llama-3.2-1b-instruct.json").read_text())
+PHI3 = {"model_type": "phi3", "hidden_size": 1024, "num_attention_heads": 16, "max_position_embeddings": 16384,
+        "original_max_position_embeddings": 4096,
+        "rope_scaling": {"type": "su", "short_factor": [1.0] * 32, "long_factor": [2.0] * 32}}
+PLAIN = {"model_type": "llama", "head_dim": 64, "rope_theta": 10000.0}
+UNKNOWN = {"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "warp_drive", "factor": 2.0}}
+NOPE = {"model_type": "smollm3", "head_dim": 64, "num_hidden_layers": 8, "no_rope_layer_interval": 4}
+MISSPELT = {"model_type": "llama", "head_dim": 64, "rope_scalling": {"rope_type": "llama3", "factor": 8.0}}
+
+
+def _hub_model(cache: Path, org: str, name: str, revisions: dict[str, dict[str, Any]]) -> None:
+    """A Hugging Face hub-cache entry: blobs by hash, snapshots/<rev>/config.json symlinked to them."""
+    base = cache / f"models--{org}--{name}"
+    (base / "blobs").mkdir(parents=True)
+    (base / "refs").mkdir()
+    for revision, config in revisions.items():
+        blob = base / "blobs" / f"blob{abs(hash(revision)) % 10**8}"
+        blob.write_text(json.dumps(config))
+        snapshot = base / "snapshots" / revision
+        snapshot.mkdir(parents=True)
+        (snapshot / "config.json").symlink_to(os.path.relpath(blob, snapshot))
+    (base / "refs" / "main").write_text(next(iter(revisions)))
+
+
+@pytest.fixture
+def catalogue(tmp_path: Path) -> Path:
+    cache = tmp_path / "hub"
+    _hub_model(cache, "meta-llama", "Llama-3.2-1B", {"abc123": SEED, "def456": PLAIN})
+    _hub_model(cache, "microsoft", "Phi-3", {"111": PHI3})
+    folders = tmp_path / "models"
+    for name, config in (("plain", PLAIN), ("unknown", UNKNOWN), ("nope", NOPE), ("misspelt", MISSPELT)):
+        (folders / name).mkdir(parents=True)
+        (folders / name / "config.json").write_text(json.dumps(config))
+    (folders / "broken").mkdir()
+    (folders / "broken" / "config.json").write_text("{not json")
+    (folders / "loop").mkdir()
+    (folders / "loop" / "again").symlink_to(folders)  # a directory symlink loop: never followed
+    (folders / "empty").mkdir()
+    return tmp_path
+
+
+def _by_path(rows: list[Any], root: Path) -> dict[str, str]:
+    return {os.path.relpath(row.path, root): row.status for row in rows}
+
+
+def test_every_model_gets_its_own_status(catalogue: Path) -> None:
+    rows = list(scan([str(catalogue)]))
+    statuses = _by_path(rows, catalogue)
+    assert statuses == {
+        "hub/models--meta-llama--Llama-3.2-1B/snapshots/abc123": "ok",
+        "hub/models--meta-llama--Llama-3.2-1B/snapshots/def456": "ok",
+        "hub/models--microsoft--Phi-3/snapshots/111": "ok",
+        "models/broken": "refused",
+        "models/misspelt": "refused",
+        "models/nope": "ok",
+        "models/plain": "ok",
+        "models/unknown": "unregistered",
+    }
+    by_name = {os.path.basename(row.path): row for row in rows}
+    assert "install it" in by_name["unknown"].reason and "warp_drive" in by_name["unknown"].reason
+    assert "did you mean 'rope_scaling'" in by_name["misspelt"].reason
+    assert by_name["nope"].layers["no_rope_layers"] == [3, 7]
+    assert by_name["abc123"].layers["full_attention"] == {"rope_type": "llama3", "distribution": "ropekit"}
+
+
+def test_supports_lists_exactly_what_the_forward_would_mis_serve(catalogue: Path) -> None:
+    rows = list(scan([str(catalogue)], supports=["default", "su"]))  # the seed's forward: plain and LongRoPE
+    unsupported = {os.path.relpath(row.path, catalogue) for row in rows if row.status == "unsupported"}
+    assert unsupported == {"hub/models--meta-llama--Llama-3.2-1B/snapshots/abc123"}
+    phi = next(row for row in rows if "Phi-3" in row.path)
+    assert phi.status == "ok"  # 'su' is longrope's alias
+
+
+def test_the_seeds_question_in_one_command(catalogue: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "ropekit", "scan", str(catalogue), "--supports", "default,longrope",
+                             "--json"], capture_output=True, text=True, check=False, timeout=120)
+    assert result.returncode == 1
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    rows, summary = lines[:-1], lines[-1]["summary"]
+    assert {row["status"] for row in rows} == {"ok", "unsupported", "refused", "unregistered"}
+    assert all({"path", "status", "model_type", "layers", "reason"} <= set(row) for row in rows)
+    assert summary["models"] == 8 and summary["status"]["unsupported"] == 1
+    assert summary["rope_types"]["llama3"] == 1
+
+
+def test_scan_summary_counts(catalogue: Path) -> None:
+    summary = summarize(scan([str(catalogue)]))
+    assert summary["status"] == {"ok": 5, "refused": 2, "unregistered": 1}
+
+
+def test_audit_finds_the_artifacts_mismatch(tmp_path: Path) -> None:
+    pytest.importorskip("onnx", reason="the onnx reader extra is not installed")
+    pytest.importorskip("gguf", reason="the gguf reader extra is not installed")
+    for name in ("onnx_llama_linear", "onnx_llama3_fp32", "gguf_seed_llama32_no_rope_freqs"):
+        shutil.copytree(ARTIFACTS / name, tmp_path / name)
+    rows = {os.path.basename(row.path): row for row in scan([str(tmp_path)], audit=True, jobs=2)}
+    assert rows["onnx_llama3_fp32"].status == "ok"
+    assert rows["onnx_llama_linear"].status == "mismatch" and "plain RoPE" in rows["onnx_llama_linear"].reason
+    assert rows["gguf_seed_llama32_no_rope_freqs"].status == "mismatch"
+    assert all(row.audit is None for row in scan([str(tmp_path)]))  # artifacts are opened only with --audit
+
+
+def test_a_lone_gguf_is_a_row(tmp_path: Path) -> None:
+    pytest.importorskip("gguf", reason="the gguf reader extra is not installed")
+    shutil.copy(ARTIFACTS / "gguf_seed_llama32_no_rope_freqs" / "model.gguf", tmp_path / "seed.gguf")
+    (rows,) = list(scan([str(tmp_path)], audit=True))
+    assert rows.status == "mismatch" and "without rope_freqs" in rows.reason
+    assert rows.model_type == "llama"
+
+
+def test_nothing_is_written_and_bad_arguments_exit_2(catalogue: Path) -> None:
+    before = sorted(str(p) for p in catalogue.rglob("*"))
+    result = subprocess.run([sys.executable, "-m", "ropekit", "scan", str(catalogue)], capture_output=True, text=True,
+                            check=False, timeout=120)
+    assert result.returncode == 1 and "8 models: 5 ok, 2 refused, 1 unregistered" in result.stdout
+    assert sorted(str(p) for p in catalogue.rglob("*")) == before
+    missing = subprocess.run([sys.executable, "-m", "ropekit", "scan", str(catalogue / "nowhere")],
+                             capture_output=True, text=True, check=False, timeout=60)
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+    bad = subprocess.run([sys.executable, "-m", "ropekit", "scan", str(catalogue), "--supports", "warp"],
+                         capture_output=True, text=True, check=False, timeout=60)
+    assert bad.returncode == 2 and "warp" in bad.stderr
+
+
+def test_find_models_does_not_follow_directory_symlinks(catalogue: Path) -> None:
+    found = [candidate.path for candidate in find_models([str(catalogue / "models")])]
+    assert len(found) == len(set(found)) == 5
