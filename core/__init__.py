@@ -24,6 +24,7 @@ from .errors import (
     DuplicateSchemeError,
     InvalidTableError,
     MissingDependencyError,
+    NoRopeError,
     PluginBlockedError,
     PluginError,
     PluginLoadError,
@@ -32,6 +33,7 @@ from .errors import (
     SchemeCallError,
     SchemeDeclarationError,
     SchemeMismatchError,
+    UnknownModelTypeError,
     UnknownRopeTypeError,
 )
 from .host.registry import Registry, default_registry
@@ -60,6 +62,7 @@ __all__ = [
     "Key",
     "KeyKind",
     "MissingDependencyError",
+    "NoRopeError",
     "ModelRope",
     "Params",
     "PluginBlockedError",
@@ -74,6 +77,7 @@ __all__ = [
     "SchemeDeclarationError",
     "SchemeMismatchError",
     "SeqLenRule",
+    "UnknownModelTypeError",
     "UnknownRopeTypeError",
     "__version__",
     "apply_rotary",

@@ -5,7 +5,9 @@
     RopekitError                      base class; catch this to catch everything ropekit raises
     ├── RopeConfigError (ValueError)  the config is wrong; ``.path`` is the JSON path at fault
     │   ├── ConfigSourceError         the file or directory cannot be read as a config
-    │   └── UnknownRopeTypeError      no installed plugin serves the declared rope_type
+    │   ├── UnknownRopeTypeError      no installed plugin serves the declared rope_type
+    │   ├── UnknownModelTypeError     the model_type's code is unknown to ropekit (strict mode)
+    │   └── NoRopeError               the model's code applies no RoPE: there is no table to serve
     ├── ArgumentError (ValueError)    a wrong argument to a ropekit function; ``.argument`` names it
     │   └── ArgumentTypeError (TypeError)  ... of the wrong type
     ├── DeclarationError (ValueError) a ``Key`` or ``Scheme`` is declared wrongly (raised at the author's line)
@@ -35,6 +37,7 @@ __all__ = [
     "DuplicateSchemeError",
     "InvalidTableError",
     "MissingDependencyError",
+    "NoRopeError",
     "PluginBlockedError",
     "PluginError",
     "PluginLoadError",
@@ -43,6 +46,7 @@ __all__ = [
     "SchemeCallError",
     "SchemeDeclarationError",
     "SchemeMismatchError",
+    "UnknownModelTypeError",
     "UnknownRopeTypeError",
 ]
 
@@ -85,6 +89,21 @@ class UnknownRopeTypeError(RopeConfigError):
     def __init__(self, path: str, rope_type: str, problem: str) -> None:
         self.rope_type = rope_type
         super().__init__(path, problem)
+
+
+class UnknownModelTypeError(RopeConfigError):
+    """The config's ``model_type`` is neither a class of the transformers release ropekit's facts
+    come from, nor a remote-code family ropekit has checked against its code, nor declared by an
+    installed family plugin: ropekit will not guess which code it runs. ``model_type`` names it."""
+
+    def __init__(self, path: str, model_type: str, problem: str) -> None:
+        self.model_type = model_type
+        super().__init__(path, problem)
+
+
+class NoRopeError(RopeConfigError):
+    """The model's code applies no rotary embedding (learned, ALiBi or relative positions, or no
+    attention): asking for its RoPE table is refused by name, never answered with one."""
 
 
 class ArgumentError(RopekitError, ValueError):

@@ -40,7 +40,10 @@ def load(
     Invalid values raise :class:`~ropekit.RopeConfigError` naming the JSON path.
     Every top-level key that bears on RoPE is read or refused; layers without RoPE are reported
     as such (:meth:`~ropekit.ModelRope.for_layer` returns ``None`` for them), never given a table.
-    ``strict=False`` turns unknown keys into warnings; nothing else is relaxed.
+    A ``model_type`` whose code ropekit does not know raises :class:`~ropekit.UnknownModelTypeError`;
+    a model whose code applies no RoPE at all raises :class:`~ropekit.NoRopeError`.
+    ``strict=False`` turns unknown keys into warnings and reads an unknown ``model_type`` as a plain
+    Llama-style config (with a warning naming the guess); nothing else is relaxed.
     """
     config, origin = read_config(source)
     parsed = parse_config(config, strict=strict)
@@ -55,7 +58,6 @@ def load(
         origin,
         no_rope_types=parsed.no_rope_types,
         no_rope_layers=parsed.no_rope_layers,
-        no_rope_reason=parsed.no_rope_reason,
     )
 
 

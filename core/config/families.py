@@ -19,6 +19,7 @@ __all__ = [
     "NO_ROPE_LAYER_TYPES",
     "READ_KEYS",
     "REFUSED_KEYS",
+    "REMOTE_FAMILIES",
     "Family",
     "family_for",
 ]
@@ -97,6 +98,18 @@ FAMILIES: Mapping[str, Family] = {
 }
 
 _DEFAULT = Family()
+
+REMOTE_FAMILIES: Mapping[str, str] = {
+    "chatglm": "ChatGLM2/3 and GLM-4 remote code (modeling_chatglm.py): rotary over half of kv_channels, "
+               "interleaved pairs, base 10000 * rope_ratio",
+    "qwen": "Qwen v1 remote code (modeling_qwen.py): rotary_pct of kv_channels, base rotary_emb_base",
+    "phi3small": "Phi-3-small remote code (modeling_phi3_small.py): rope_embedding_base, rope_position_scale",
+    "minimax_m1": "MiniMax-M1 remote code (modeling_minimax_m1.py): rotary_dim of head_dim, base rope_theta",
+    "kimi_k2": "Kimi-K2 remote code, DeepSeek-V3's modeling code: interleaved pairs (rope_interleave)",
+}
+"""Remote-code families (model_types transformers has no class for) whose RoPE ropekit has checked
+against a numpy port of the family's own modeling code (``scripts/family_reference.py``). Any other
+model_type transformers lacks is refused in strict mode (:mod:`ropekit.config.identify`)."""
 
 
 CLASS_THETA: Mapping[str, float] = {

@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ..contract.scheme import RESERVED_KEYS, Geometry, Key
-from ..errors import RopeConfigError
+from ..errors import NoRopeError, RopeConfigError
 from .families import CLASS_LOCAL_THETA, CLASS_THETA, NO_ROPE_LAYER_TYPES, Family, Layout, family_for, layout_of
+from .identify import FamilyLookup, identify
 from .layers import FLAT_LAYER_TYPE, plan_layers
 from .screen import screen_keys
 from .source import read_config
@@ -122,27 +123,33 @@ class RopeBlock(NamedTuple):
 
 
 class ParsedConfig(NamedTuple):
-    """Every RoPE layer type's block, the per-layer layer types (empty when unknown), the layer
-    types and per-index layers without RoPE, and why the model has no RoPE at all (if so)."""
+    """Every RoPE layer type's block, the per-layer layer types (empty when unknown), and the layer
+    types and per-index layers without RoPE."""
 
     blocks: tuple[RopeBlock, ...]
     layer_types: tuple[str, ...]
     no_rope_types: frozenset[str] = frozenset()
     no_rope_layers: tuple[int, ...] = ()
-    no_rope_reason: str = ""
 
 
-def parse_config(config: Mapping[str, Any], *, strict: bool = True) -> ParsedConfig:
+def parse_config(
+    config: Mapping[str, Any], *, strict: bool = True, plugin_family: FamilyLookup | None = None
+) -> ParsedConfig:
     """Split ``config`` into one :class:`RopeBlock` per layer type that uses RoPE, with the layer plan.
 
     Every key bearing on RoPE is read or refused first (:func:`~ropekit.config.screen.screen_keys`;
-    ``strict=False`` turns look-alike keys into warnings).
+    ``strict=False`` turns look-alike keys into warnings), then the code the config runs is
+    identified (:func:`~ropekit.config.identify.identify`: unknown code is refused in strict mode,
+    code without RoPE always). ``plugin_family`` finds families that installed plugins declare.
     """
     screen_keys(config, strict=strict)
-    view = ConfigView(config)
+    identity = identify(config, strict=strict, plugin_family=plugin_family)
+    view = ConfigView(config, identity.defaults, model_type=identity.model_type)
     family = family_for(view.get("model_type"))
     _refuse_unserved(view)
     without_rope = _no_rope_reason(view, family)
+    if without_rope is not None:
+        raise NoRopeError(*without_rope)
     source_path, source = _rope_source(view)
     nested = _is_nested(source)
     if nested:
@@ -165,9 +172,6 @@ def parse_config(config: Mapping[str, Any], *, strict: bool = True) -> ParsedCon
     no_rope_types = {name for name, (_, value) in raw_blocks.items() if value is None}
     no_rope_types |= {name for name in plan.layer_types if name in NO_ROPE_LAYER_TYPES}
     no_rope_types |= family.no_rope_layer_types
-    if without_rope:
-        no_rope_types |= set(raw_blocks) | set(plan.layer_types)
-        raw_blocks = {}
     blocks = tuple(
         _block(view, family, name, path, value)
         for name, (path, value) in raw_blocks.items()
@@ -179,7 +183,7 @@ def parse_config(config: Mapping[str, Any], *, strict: bool = True) -> ParsedCon
             blocks = (blocks[0]._replace(layer_type=attention[0]),)  # name the one table as its layers do
     if nested:
         _check_nested_types(plan.layer_types, raw_blocks, no_rope_types, source_path)
-    return ParsedConfig(blocks, plan.layer_types, frozenset(no_rope_types), plan.no_rope_layers, without_rope)
+    return ParsedConfig(blocks, plan.layer_types, frozenset(no_rope_types), plan.no_rope_layers)
 
 
 def _check_nested_types(
@@ -194,24 +198,25 @@ def _check_nested_types(
             )
 
 
-def _no_rope_reason(view: ConfigView, family: Family) -> str:
-    """Why the model applies no RoPE at all (empty: it does)."""
+def _no_rope_reason(view: ConfigView, family: Family) -> tuple[str, str] | None:
+    """``(json path, why)`` when the model applies no RoPE at all, else ``None``."""
     if family.no_rope:
-        return family.no_rope
+        return view.path("model_type"), f"{family.no_rope}; there is no RoPE table to serve"
     if view.get("alibi") is True:
-        return f"{view.path('alibi')} is true: the model uses ALiBi, not RoPE"
+        return view.path("alibi"), "true: the model uses ALiBi, not RoPE; there is no RoPE table to serve"
     if view.get("alibi") not in (None, False):
         raise RopeConfigError(view.path("alibi"), f"expected true or false, got {view.get('alibi')!r}")
     kind = view.get("position_embedding_type")
     if kind is None and view.get("model_type") == "granitemoehybrid":
-        return "granitemoehybrid without position_embedding_type 'rope' builds no rotary embedding"
+        return view.path("position_embedding_type"), ("granitemoehybrid without position_embedding_type 'rope' "
+                                                       "builds no rotary embedding; there is no RoPE table to serve")
     if kind is not None and kind not in ("rope", "rotary"):
         if not isinstance(kind, str):
             raise RopeConfigError(view.path("position_embedding_type"), f"expected a string, got {kind!r}")
-        return f"{view.path('position_embedding_type')} is {kind!r}, not rope"
+        return view.path("position_embedding_type"), f"{kind!r}, not rope: the model applies no RoPE"
     if view.get("model_type") == "zamba2" and not view.get("use_mem_rope"):
-        return "zamba2 without use_mem_rope applies no rotary embedding"
-    return ""
+        return view.path("use_mem_rope"), "zamba2 without use_mem_rope applies no rotary embedding"
+    return None
 
 
 _UNSERVED: Mapping[str, tuple[object, str]] = {

@@ -22,24 +22,52 @@ transformers name is absent."""
 
 
 class ConfigView(Mapping[str, Any]):
-    """The model's language config: ``text_config`` (if any) layered over the top level.
+    """The model's language config: ``text_config`` (if any) layered over the top level, over the
+    class defaults of its model_type (the values its config class uses where a config is silent).
+    ``model_type``, when given, is the code the config was identified as running (a wrapper's
+    default text model, say); it wins over the text that names it.
 
-    A key whose value is ``null`` counts as absent. :meth:`path` says where a key was found.
+    A key whose value is ``null`` counts as absent. :meth:`path` says where a key was found, or
+    where it would be declared for a class default; :meth:`defaulted` says which it was.
     """
 
-    def __init__(self, config: Mapping[str, Any]) -> None:
+    def __init__(
+        self, config: Mapping[str, Any], defaults: Mapping[str, Any] | None = None, *, model_type: str | None = None
+    ) -> None:
         text = config.get("text_config")
         if text is not None and not isinstance(text, Mapping):
             raise RopeConfigError("text_config", f"expected an object, got {type(text).__name__}")
         self._layers: list[tuple[str, Mapping[str, Any]]] = [("text_config.", text)] if text else []
         self._layers.append(("", config))
+        self._defaults: Mapping[str, Any] = {**(defaults or {}), "model_type": model_type}
+        self._model_type = model_type
 
     def _find(self, name: str) -> tuple[str, Any] | None:
-        for candidate in (name, *ALIASES.get(name, ())):
+        if name == "model_type" and self._model_type is not None:  # the identified code, wherever it was named
+            for prefix, layer in self._layers:
+                if layer.get(name) == self._model_type:
+                    return prefix + name, self._model_type
+            return "model_type", self._model_type
+        candidates = (name, *ALIASES.get(name, ()))
+        for candidate in candidates:
             for prefix, layer in self._layers:
                 if layer.get(candidate) is not None:
                     return prefix + candidate, layer[candidate]
+        for candidate in candidates:
+            if self._defaults.get(candidate) is not None:
+                return self._layers[0][0] + candidate, self._defaults[candidate]
         return None
+
+    def defaulted(self, name: str) -> bool:
+        """Whether ``name``'s value is its class default (the config does not state it)."""
+        return self._find(name) is not None and not any(
+            layer.get(candidate) is not None
+            for candidate in (name, *ALIASES.get(name, ())) for _, layer in self._layers
+        )
+
+    def stated(self) -> Mapping[str, Any]:
+        """The language config as stated, without class defaults (for screening and copies)."""
+        return {name: self[name] for name in self if not self.defaulted(name)}
 
     def __getitem__(self, name: str) -> Any:
         found = self._find(name)
@@ -49,6 +77,7 @@ class ConfigView(Mapping[str, Any]):
 
     def __iter__(self) -> Iterator[str]:
         seen = {name for _, layer in self._layers for name in layer if layer.get(name) is not None}
+        seen.update(name for name, value in self._defaults.items() if value is not None)
         return iter(sorted(seen))
 
     def __len__(self) -> int:

@@ -97,7 +97,7 @@ def test_text_config_is_read_with_its_path() -> None:
     text: dict[str, Any] = {"hidden_size": 2048, "num_attention_heads": 16, "rope_theta": 1000000.0,
             "rope_scaling": {"rope_type": "linear", "factor": -1.0}}
     with pytest.raises(ropekit.RopeConfigError) as caught:
-        ropekit.load({"model_type": "some_vlm", "text_config": text, "vision_config": {"hidden_size": 1}})
+        ropekit.load({"model_type": "llava", "text_config": text, "vision_config": {"hidden_size": 1}})
     assert caught.value.path == "text_config.rope_scaling.factor"
     text["rope_scaling"]["factor"] = 2.0
     table = ropekit.load({"text_config": text}).table

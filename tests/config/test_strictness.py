@@ -242,19 +242,28 @@ def test_nested_null_means_that_layer_type_has_no_rope() -> None:
     assert model.to_json()["layers"]["full_attention"] == {"no_rope": True}
 
 
-@pytest.mark.parametrize(("config", "reason"), [
-    ({"model_type": "falcon", "alibi": True, "hidden_size": 64, "num_attention_heads": 1}, "ALiBi"),
-    ({"model_type": "bloom", "hidden_size": 64, "num_attention_heads": 1}, "ALiBi"),
-    ({"model_type": "jamba", "hidden_size": 64, "num_attention_heads": 1}, "no rotary"),
-    ({"model_type": "granitemoehybrid", "hidden_size": 64, "num_attention_heads": 1}, "position_embedding_type"),
-    ({"hidden_size": 64, "num_attention_heads": 1, "position_embedding_type": "absolute"}, "not rope"),
+@pytest.mark.parametrize(("config", "path", "reason"), [
+    ({"model_type": "falcon", "alibi": True, "hidden_size": 64, "num_attention_heads": 1}, "alibi", "ALiBi"),
+    ({"model_type": "bloom", "hidden_size": 64, "num_attention_heads": 1}, "model_type", "ALiBi"),
+    ({"model_type": "jamba", "hidden_size": 64, "num_attention_heads": 1}, "model_type", "no rotary"),
+    ({"model_type": "granitemoehybrid", "hidden_size": 64, "num_attention_heads": 1}, "position_embedding_type",
+     "position_embedding_type"),
+    ({"hidden_size": 64, "num_attention_heads": 1, "position_embedding_type": "absolute"}, "position_embedding_type",
+     "not rope"),
+    ({"model_type": "gpt2", "n_embd": 64, "n_head": 1}, "model_type", "learned absolute position embeddings"),
+    ({"model_type": "gpt_bigcode", "n_embd": 64, "n_head": 1}, "model_type", "learned absolute position embeddings"),
+    ({"model_type": "t5", "d_model": 64}, "model_type", "relative position buckets"),
+    ({"model_type": "esm", "hidden_size": 64, "num_attention_heads": 1}, "position_embedding_type", "not rope"),
+    ({"model_type": "llava", "text_config": {"model_type": "mpt"}}, "text_config.model_type", "ALiBi"),
 ])
-def test_models_without_rope_get_no_table(config: dict[str, Any], reason: str) -> None:
-    model = _load(config)
-    assert model.tables == {} and reason in model.no_rope_reason
-    assert all(value == {"no_rope": True} for value in model.to_json()["layers"].values())
-    with pytest.raises(LookupError, match="applies no RoPE"):
-        _ = model.table
+def test_models_without_rope_are_refused_by_name(config: dict[str, Any], path: str, reason: str) -> None:
+    """A model whose code applies no RoPE gets no table: the refusal names the key and the reason,
+    in lenient mode too (strict=False relaxes unknown keys and model_types, nothing else)."""
+    for strict in (True, False):
+        with pytest.raises(ropekit.NoRopeError, match=reason) as caught:
+            ropekit.load(config, strict=strict)
+        assert caught.value.path == path
+        assert isinstance(caught.value, ropekit.RopeConfigError)
 
 
 def test_cohere2_full_layers_are_nope() -> None:
@@ -383,8 +392,11 @@ def test_every_command_reports_layers_without_rope(tmp_path: Path) -> None:
     assert manifest["layers"]["linear_attention"] == {"no_rope": True}
     falcon = tmp_path / "falcon.json"
     falcon.write_text(json.dumps({"model_type": "falcon", "alibi": True, "hidden_size": 64, "num_attention_heads": 1}))
-    result = _cli("plot", str(falcon), "-o", str(tmp_path / "p.png"))
-    assert result.returncode == 2 and "applies no RoPE" in result.stderr
+    for command in (("plot", str(falcon), "-o", str(tmp_path / "p.png")), ("table", str(falcon), "--json"),
+                    ("gap", str(falcon)), ("inspect", str(falcon))):
+        result = _cli(*command)
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr == "ropekit: error: alibi: true: the model uses ALiBi, not RoPE; there is no RoPE table to serve\n"
 
 
 def test_class_defaults_fill_what_a_saved_composite_omits() -> None:
@@ -402,7 +414,8 @@ def test_class_defaults_fill_what_a_saved_composite_omits() -> None:
     assert _load({"model_type": "llama4_text", "head_dim": 128, "num_hidden_layers": 4}).table.geometry.theta == 5e5
     assert _load({"model_type": "llama", "head_dim": 128}).table.geometry.theta == 1e4
     with pytest.raises(ropekit.RopeConfigError, match="state rope_parameters per layer type"):
-        _load({"model_type": "mellum", "head_dim": 64, "layer_types": ["sliding_attention", "full_attention"]})
+        _load({"model_type": "mellum", "head_dim": 64, "num_hidden_layers": 2,
+               "layer_types": ["sliding_attention", "full_attention"]})
 
 
 def test_blocking_a_scheme_also_blocks_its_aliases(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -420,6 +433,7 @@ def test_rope_keys_nested_elsewhere_are_refused_but_not_other_keys() -> None:
         _load(mpt)
     assert caught.value.path == "attn_config.rope_theta"
     del attn_config["rope_theta"]
-    assert _load(mpt).tables == {}  # MPT: ALiBi, no RoPE; attn_config.alibi is not a RoPE key
+    with pytest.raises(ropekit.NoRopeError, match="'mpt' applies no RoPE: ALiBi"):  # attn_config.alibi is no RoPE key
+        _load(mpt)
     blip = {**BASE, "qformer_config": {"hidden_size": 768, "num_attention_heads": 12}}
     assert _load(blip).table.rope_type == "default"

@@ -1,0 +1,66 @@
+"""What transformers' model classes do, as derived from their own code: for every ``model_type`` of
+the pinned transformers release, whether its modeling code applies RoPE (and if not, what it uses
+instead), where a wrapper keeps its language model, and the class defaults a saved config leaves
+out.
+
+The facts live in ``transformers_classes.json`` beside this module, written by
+``scripts/transformers_classes.py`` from transformers itself (never typed by hand) and read on
+first use, once per process.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple
+
+__all__ = ["ClassFacts", "class_facts", "transformers_version"]
+
+_DATA = Path(__file__).with_name("transformers_classes.json")
+
+Kind = Literal["rope", "no_rope", "composite", "unreadable"]
+
+
+class ClassFacts(NamedTuple):
+    """One model_type's class, as its code behaves.
+
+    ``kind``: ``rope`` (its code rotates queries and keys), ``no_rope`` (``reason`` says what it
+    uses instead), ``composite`` (a wrapper: its language model is the sub-config ``text``, of
+    model_type ``text_type`` by default). ``defaults``: the class's own defaults for the keys
+    ropekit reads, used where a config leaves them out.
+    """
+
+    kind: Kind
+    reason: str = ""
+    text: str | None = None
+    text_type: str | None = None
+    defaults: Mapping[str, Any] = MappingProxyType({})
+
+
+@functools.cache
+def _catalogue() -> tuple[str, Mapping[str, Any]]:
+    document = json.loads(_DATA.read_text(encoding="utf-8"))
+    return str(document["transformers"]), document["classes"]
+
+
+def transformers_version() -> str:
+    """The transformers release the facts were derived from (the ``reference`` extra pins it)."""
+    return _catalogue()[0]
+
+
+@functools.lru_cache(maxsize=256)
+def class_facts(model_type: str) -> ClassFacts | None:
+    """The facts for ``model_type``, or ``None`` if the pinned transformers has no such class."""
+    entry = _catalogue()[1].get(model_type)
+    if entry is None:
+        return None
+    return ClassFacts(
+        kind=entry["kind"],
+        reason=entry.get("reason", ""),
+        text=entry.get("text"),
+        text_type=entry.get("text_type"),
+        defaults=MappingProxyType(dict(entry.get("defaults", {}))),
+    )

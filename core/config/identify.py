@@ -1,0 +1,120 @@
+"""Which code a config runs, decided before anything else is read from it.
+
+A config's ``model_type`` names the code that will apply its RoPE. ropekit serves a table only
+for code it knows: a class of the transformers release its facts were derived from
+(:mod:`~ropekit.config.classes`), a remote-code family it has checked against that family's own
+code (:data:`~ropekit.config.families.REMOTE_FAMILIES`), or a family an installed plugin declares
+(entry-point group ``ropekit.families``). Any other model_type is refused in strict mode; with
+``strict=False`` it is read as a plain Llama-style config, with a warning that names the guess. A
+config without ``model_type`` (a hand-written dict stating its RoPE) is read as stated. A model
+whose code applies no RoPE is refused by name: it has no table to serve.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple
+
+from ..errors import NoRopeError, RopeConfigError, UnknownModelTypeError
+from .classes import ClassFacts, class_facts, transformers_version
+from .families import REMOTE_FAMILIES
+
+__all__ = ["Identity", "identify"]
+
+Origin = Literal["stated", "transformers", "remote", "plugin", "guessed"]
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+class Identity(NamedTuple):
+    """The code a config runs. ``model_type`` is its language model's (``text_config``'s, else
+    the top level's; ``None`` when the config states none); ``origin`` where ropekit's knowledge
+    of that code comes from; ``defaults`` the class defaults for keys the config leaves out."""
+
+    model_type: str | None
+    origin: Origin
+    defaults: Mapping[str, Any] = _EMPTY
+
+
+FamilyLookup = Callable[[str], Mapping[str, Any] | None]
+"""Finds a family declared by an installed plugin: its class defaults, or ``None``."""
+
+
+def identify(config: Mapping[str, Any], *, strict: bool, plugin_family: FamilyLookup | None = None) -> Identity:
+    """The :class:`Identity` of ``config``; raises :class:`~ropekit.UnknownModelTypeError` for
+    unknown code (strict), :class:`~ropekit.NoRopeError` for code without RoPE."""
+    outer = _model_type(config, "model_type")
+    text = config.get("text_config")
+    inner = _model_type(text, "text_config.model_type") if isinstance(text, Mapping) else None
+    if outer is None and inner is None:
+        return Identity(None, "stated")
+    effective, path = (inner, "text_config.model_type") if inner is not None else (outer, "model_type")
+    if outer is not None:
+        known = _knowledge(outer, "model_type", strict, plugin_family)
+        facts = known[1] if known is not None else None
+        if facts is not None and facts.kind == "composite":
+            _check_text_key(config, outer, facts)
+            if inner is None and facts.text_type is not None:
+                effective, path = facts.text_type, "model_type"
+        elif known is None and inner is None:
+            return Identity(outer, "guessed")
+    assert effective is not None
+    known = _knowledge(effective, path, strict, plugin_family)
+    if known is None:
+        return Identity(effective, "guessed")
+    origin, facts, defaults = known
+    if facts is not None and facts.kind == "no_rope":
+        raise NoRopeError(path, f"model_type {effective!r} applies no RoPE: {facts.reason} (per transformers "
+                          f"{transformers_version()}'s modeling code); there is no RoPE table to serve")
+    return Identity(effective, origin, defaults)
+
+
+def _model_type(layer: Mapping[str, Any], path: str) -> str | None:
+    value = layer.get("model_type")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise RopeConfigError(path, f"expected a model_type name, got {value!r}")
+    return value
+
+
+def _knowledge(
+    model_type: str, path: str, strict: bool, plugin_family: FamilyLookup | None
+) -> tuple[Origin, ClassFacts | None, Mapping[str, Any]] | None:
+    """Where ropekit's knowledge of ``model_type`` comes from, or ``None`` (unknown, lenient)."""
+    if model_type in REMOTE_FAMILIES:
+        return "remote", None, _EMPTY
+    facts = class_facts(model_type)
+    if facts is not None and facts.kind != "unreadable":
+        return "transformers", facts, facts.defaults
+    declared = plugin_family(model_type) if plugin_family is not None else None
+    if declared is not None:
+        return "plugin", None, declared
+    version = transformers_version()
+    if strict:
+        raise UnknownModelTypeError(
+            path, model_type,
+            f"model_type {model_type!r} is not a class of transformers {version} (the release ropekit's facts come "
+            "from) nor a remote-code family ropekit has checked against its code, so ropekit will not guess which "
+            "RoPE its code applies. To serve it: install a plugin declaring the family (entry-point group "
+            "'ropekit.families'), or load with strict=False (--lenient) to read it as a plain Llama-style config",
+        )
+    warnings.warn(
+        f"{path}: model_type {model_type!r} is unknown to ropekit (not in transformers {version}, not a checked "
+        "remote-code family): read as a plain Llama-style config, a guess (strict=False)",
+        UserWarning, stacklevel=5,
+    )
+    return None
+
+
+def _check_text_key(config: Mapping[str, Any], model_type: str, facts: ClassFacts) -> None:
+    """A wrapper whose language model lives under a key other than ``text_config`` is refused:
+    ropekit would read the wrapper's top level instead and serve a table its model never uses."""
+    if facts.text is not None and facts.text != "text_config":
+        raise RopeConfigError(
+            facts.text,
+            f"model_type {model_type!r} keeps its language model under {facts.text!r}, which ropekit does not read "
+            "(it reads text_config); load that sub-config on its own",
+        )
