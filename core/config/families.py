@@ -83,6 +83,8 @@ FAMILIES: Mapping[str, Family] = {
     "deepseek_v2": Family(layout="gptj"),
     "deepseek_v3": Family(layout="gptj"),  # rope_interleave defaults to true
     "kimi_k2": Family(layout="gptj"),
+    # Baichuan-7B's code hard-codes base 10000 (the 13B checkpoints use ALiBi: config.remote decides)
+    "baichuan": Family(fixed_theta=10000.0),
     # only sliding layers rotate (modeling_cohere2.py: full_attention layers are NoPE)
     "cohere2": Family(no_rope_layer_types=frozenset({"full_attention"})),
     # no RoPE anywhere
@@ -106,6 +108,8 @@ REMOTE_FAMILIES: Mapping[str, str] = {
     "phi3small": "Phi-3-small remote code (modeling_phi3_small.py): rope_embedding_base, rope_position_scale",
     "minimax_m1": "MiniMax-M1 remote code (modeling_minimax_m1.py): rotary_dim of head_dim, base rope_theta",
     "kimi_k2": "Kimi-K2 remote code, DeepSeek-V3's modeling code: interleaved pairs (rope_interleave)",
+    "baichuan": "Baichuan-7B / Baichuan2-7B remote code (modeling_baichuan.py): rotate-half over the whole head, "
+                "base 10000 hard-coded; the 13B checkpoints' code uses ALiBi (decided in ropekit.config.remote)",
 }
 """Remote-code families (model_types transformers has no class for) whose RoPE ropekit has checked
 against a numpy port of the family's own modeling code (``scripts/family_reference.py``). Any other

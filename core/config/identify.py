@@ -20,6 +20,7 @@ from typing import Any, Literal, NamedTuple
 from ..errors import NoRopeError, RopeConfigError, UnknownModelTypeError
 from .classes import ClassFacts, class_facts, transformers_version
 from .families import REMOTE_FAMILIES
+from .remote import ARCHITECTURES
 
 __all__ = ["Identity", "identify"]
 
@@ -49,7 +50,7 @@ def identify(config: Mapping[str, Any], *, strict: bool, plugin_family: FamilyLo
     text = config.get("text_config")
     inner = _model_type(text, "text_config.model_type") if isinstance(text, Mapping) else None
     if outer is None and inner is None:
-        return Identity(None, "stated")
+        return _unnamed(config, strict)
     effective, path = (inner, "text_config.model_type") if inner is not None else (outer, "model_type")
     if outer is not None:
         known = _knowledge(outer, "model_type", strict, plugin_family)
@@ -69,6 +70,29 @@ def identify(config: Mapping[str, Any], *, strict: bool, plugin_family: FamilyLo
         raise NoRopeError(path, f"model_type {effective!r} applies no RoPE: {facts.reason} (per transformers "
                           f"{transformers_version()}'s modeling code); there is no RoPE table to serve")
     return Identity(effective, origin, defaults)
+
+
+def _unnamed(config: Mapping[str, Any], strict: bool) -> Identity:
+    """A config that names no model_type: a hand-written dict is read as stated; a model's own
+    config running remote code (``auto_map``) is identified by its ``architectures``, or refused."""
+    architectures = config.get("architectures")
+    names = [name for name in architectures if isinstance(name, str)] if isinstance(architectures, list) else []
+    family = next((ARCHITECTURES[name] for name in names if name in ARCHITECTURES), None)
+    if family is not None:
+        return Identity(family, "remote")
+    if config.get("auto_map") is None:
+        return Identity(None, "stated")
+    if strict:
+        raise UnknownModelTypeError(
+            "model_type", "",
+            f"missing, and the config runs remote code (auto_map) of architectures {names or 'unnamed'}, which ropekit "
+            "has not checked; it will not guess which RoPE that code applies. State the model_type of a family "
+            "ropekit knows, install a plugin declaring it (entry-point group 'ropekit.families'), or load with "
+            "strict=False (--lenient) to read it as a plain Llama-style config",
+        )
+    warnings.warn(f"model_type: missing, and the config runs remote code (auto_map) of architectures {names}: read as "
+                  "a plain Llama-style config, a guess (strict=False)", UserWarning, stacklevel=4)
+    return Identity(None, "guessed")
 
 
 def _model_type(layer: Mapping[str, Any], path: str) -> str | None:

@@ -12,16 +12,28 @@ error always points at the key where it really is.
 
 from __future__ import annotations
 
+import functools
 import math
+import warnings
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ..contract.scheme import RESERVED_KEYS, Geometry, Key
 from ..errors import NoRopeError, RopeConfigError
-from .families import CLASS_LOCAL_THETA, CLASS_THETA, NO_ROPE_LAYER_TYPES, Family, Layout, family_for, layout_of
+from .families import (
+    ATTENTION_LAYER_TYPES,
+    CLASS_LOCAL_THETA,
+    CLASS_THETA,
+    NO_ROPE_LAYER_TYPES,
+    Family,
+    Layout,
+    family_for,
+    layout_of,
+)
 from .identify import FamilyLookup, identify
 from .layers import FLAT_LAYER_TYPE, plan_layers
-from .screen import screen_keys
+from .remote import baichuan_rotates, chatglm_code
+from .screen import NOT_SERVED, judge, screen_keys
 from .source import read_config
 from .view import MAX_HEAD_DIM, MAX_THETA, ConfigView, positive_int, positive_number, required_int
 
@@ -142,16 +154,22 @@ def parse_config(
     identified (:func:`~ropekit.config.identify.identify`: unknown code is refused in strict mode,
     code without RoPE always). ``plugin_family`` finds families that installed plugins declare.
     """
-    screen_keys(config, strict=strict)
+    lookalikes = screen_keys(config)
     identity = identify(config, strict=strict, plugin_family=plugin_family)
     view = ConfigView(config, identity.defaults, model_type=identity.model_type)
     family = family_for(view.get("model_type"))
     _refuse_unserved(view)
+    if view.get("model_type") == "baichuan":
+        baichuan_rotates(config, view)
     without_rope = _no_rope_reason(view, family)
     if without_rope is not None:
         raise NoRopeError(*without_rope)
     source_path, source = _rope_source(view)
-    nested = _is_nested(source)
+    if view.get("model_type") == "chatglm" and _chatglm_interpolates(view):
+        if source:
+            raise RopeConfigError(source_path, "ChatGLM's code reads no rope block; its scaling is rope_ratio")
+        source_path, source = "", {"rope_type": "linear", "factor": view["rope_ratio"]}
+    nested, source = _per_layer_type(view, source, source_path)
     if nested:
         raw_blocks = {name: (f"{source_path}.{name}", value) for name, value in source.items()}
     elif view.get("rope_local_base_freq") is not None or _gemma_local_default(view):
@@ -183,7 +201,30 @@ def parse_config(
             blocks = (blocks[0]._replace(layer_type=attention[0]),)  # name the one table as its layers do
     if nested:
         _check_nested_types(plan.layer_types, raw_blocks, no_rope_types, source_path)
+    judge(lookalikes, functools.partial(_served, view, blocks, source), strict=strict)
     return ParsedConfig(blocks, plan.layer_types, frozenset(no_rope_types), plan.no_rope_layers)
+
+
+def _served(view: ConfigView, blocks: tuple[RopeBlock, ...], source: Mapping[str, Any], fact: str) -> Any:
+    """The value of ``fact`` (a read key, ``mrope``, ``mrope_interleaved`` or ``rope``) in the tables ropekit serves, for
+    judging a look-alike key; ``NOT_SERVED`` where the layer types disagree or it cannot say."""
+    per_block: dict[str, Any] = {
+        "rope": lambda block: True,
+        "mrope": lambda block: block.mrope_section is not None,
+        "mrope_interleaved": lambda block: block.mrope_section is not None and block.mrope_interleaved,
+        "rope_interleave": lambda block: block.layout == "gptj",
+        "rope_theta": lambda block: block.geometry.theta,
+        "partial_rotary_factor": lambda block: block.geometry.partial_rotary_factor,
+        "head_dim": lambda block: block.geometry.head_dim,
+    }
+    if fact in ("rope_scaling", "rope_parameters"):
+        return source if source else {}
+    if fact in per_block:
+        values = {per_block[fact](block) for block in blocks}
+        if fact == "rope" and not blocks:
+            return False
+        return values.pop() if len(values) == 1 else NOT_SERVED
+    return view.get(fact, NOT_SERVED)
 
 
 def _check_nested_types(
@@ -276,6 +317,30 @@ def _is_nested(source: Mapping[str, Any]) -> bool:
     return bool(source) and not (RESERVED_KEYS & set(source)) and all(
         isinstance(v, Mapping) or v is None for v in source.values()
     )
+
+
+def _per_layer_type(view: ConfigView, source: Mapping[str, Any], path: str) -> tuple[bool, Mapping[str, Any]]:
+    """Whether the rope block is nested per layer type, and the block as read.
+
+    Nested when its keys are layer types, or when some are and hold a block (or null), as
+    transformers decides; other keys beside them are ignored, as transformers ignores them, with a
+    warning naming each.
+    """
+    if _is_nested(source):
+        return True, source
+    declared = view.get("layer_types")
+    labels = set(ATTENTION_LAYER_TYPES) | NO_ROPE_LAYER_TYPES
+    if isinstance(declared, list):
+        labels.update(name for name in declared if isinstance(name, str))
+    typed = {name: value for name, value in source.items() if name in labels}
+    if not any(isinstance(value, Mapping) or value is None for value in typed.values()):
+        return False, source
+    for name in source:
+        if name not in typed:
+            warnings.warn(f"{_join(path, name)}: beside rope parameters given per layer type "
+                          f"({', '.join(sorted(typed))}); transformers ignores it there, and so does ropekit",
+                          UserWarning, stacklevel=4)
+    return True, typed
 
 
 def _block(view: ConfigView, family: Family, layer_type: str, path: str, block: Any) -> RopeBlock:
@@ -373,13 +438,24 @@ def _family_theta(view: ConfigView, family: Family, block: Mapping[str, Any], pa
         base = "10000 * rope_ratio" if model_type == "chatglm" else f"{family.fixed_theta:g}"
         raise RopeConfigError(stated[0][0], f"{model_type}'s code ignores it (its base is {base}); remove it")
     if model_type == "chatglm":
-        ratio = view.get("rope_ratio")
-        if ratio is None:
+        if view.get("rope_ratio") is None or _chatglm_interpolates(view):
             return DEFAULT_THETA, view.path("rope_ratio")
-        where = view.path("rope_ratio")
-        return DEFAULT_THETA * positive_number(ratio, where, above=1e-4, most=MAX_THETA / DEFAULT_THETA), where
+        return DEFAULT_THETA * _rope_ratio(view), view.path("rope_ratio")
     assert family.fixed_theta is not None
     return family.fixed_theta, view.path("model_type")
+
+
+def _rope_ratio(view: ConfigView) -> float:
+    return positive_number(view["rope_ratio"], view.path("rope_ratio"), above=1e-4, most=MAX_THETA / DEFAULT_THETA)
+
+
+def _chatglm_interpolates(view: ConfigView) -> bool:
+    """Whether a ChatGLM config's code divides positions by ``rope_ratio`` (ChatGLM2-6B-32k) rather
+    than multiplying the base (ChatGLM3, GLM-4); a ratio of 1 (or none) is the same table either way."""
+    if view.get("rope_ratio") is None:
+        return False
+    ratio = _rope_ratio(view)
+    return ratio != 1 and chatglm_code(view, ratio, view.path("rope_ratio")) == "interpolation"
 
 
 def _partial_rotary_factor(

@@ -1,25 +1,34 @@
 """Every key of a config that bears on RoPE is read or refused.
 
-:func:`screen_keys` walks the top level, ``text_config`` and any other nested object that is not
-a vision, audio or quantisation sub-config. A key ropekit reads passes; a key known to bear on RoPE
-that ropekit does not serve is refused with the reason; any other key that looks like RoPE (it
-mentions rope, rotary or nope, or is a case, whitespace, Unicode-confusable or few-edits spelling
-of a key ropekit reads) is refused with a did-you-mean: with ``strict=False``, a warning. Never
-silence: a misspelt ``rope_scaling`` read by nobody is the seed's defect.
+:func:`screen_keys` walks the top level, ``text_config`` and every other nested object (at any
+depth) that is not a vision, audio or quantisation sub-config. A key ropekit reads passes; any
+other key that looks like RoPE (it mentions rope, rotary or nope, is a case, whitespace,
+Unicode-confusable or few-edits spelling of a key ropekit reads, or sits where nobody reads it,
+``attn_config.rope_theta``) is a :class:`Lookalike`.
+
+A look-alike is judged against the table ropekit serves (:func:`judge`), once the config is
+parsed: if its value states what ropekit serves anyway (``rope_interleaved: false`` on a
+rotate-half model, ``use_mrope: false`` on a text model), it is accepted with a warning naming
+it; if it states something else, it is refused (strict) or warned about (``strict=False``),
+since the checkpoint's trainer or the user's engine may act on it. Keys known to bear on RoPE
+that ropekit does not serve are refused with the reason, whatever the mode, unless their value
+states what ropekit serves. Never silence: a misspelt ``rope_scaling`` read by nobody is the seed's
+defect.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import warnings
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, NamedTuple
 
 from ..errors import RopeConfigError
 from .families import READ_KEYS, REFUSED_KEYS
 from .lookalike import canonical, looks_like_rope, near_miss
 
-__all__ = ["UNRELATED_KEYS", "screen_keys"]
+__all__ = ["UNRELATED_KEYS", "Lookalike", "judge", "screen_keys"]
 
 UNRELATED_KEYS = frozenset({
     # real keys of other models a few edits from a key ropekit reads (checked against every
@@ -33,41 +42,109 @@ UNRELATED_KEYS = frozenset({
 _SKIPPED_SUBCONFIG_WORDS = ("vision", "audio", "speech", "image", "video", "visual", "quantization", "encoder",
                             "decoder", "projector", "perceiver", "vq", "codec", "tokenizer", "generation")
 
+MEANS: Mapping[str, str] = {
+    "use_mrope": "mrope",
+    "mrope_interleaved": "mrope_interleaved",
+    "mrope": "mrope",
+    "rope_traditional": "rope_interleave",
+    "rope_pct": "partial_rotary_factor",
+    "use_rope": "rope",
+}
+"""Unread keys whose meaning ropekit knows: the fact each states (a key ropekit reads, ``mrope``:
+whether positions have sections, ``mrope_interleaved``: whether those sections interleave,
+``rope``: whether the model rotates)."""
 
-def screen_keys(config: Mapping[str, Any], *, strict: bool) -> None:
-    """Refuse (or, with ``strict=False``, warn about) keys that look like RoPE and are not read."""
-    for path, _name, problem in _problems(config):
-        refused, text = problem
-        if refused or strict:
-            raise RopeConfigError(path, text)
-        warnings.warn(f"{path}: {text} (ignored: --lenient)", UserWarning, stacklevel=4)
+
+_FACTS = {"mrope": "mrope sections", "mrope_interleaved": "interleaved mrope sections", "rope": "RoPE"}
 
 
-def _problems(config: Mapping[str, Any]) -> Iterator[tuple[str, str, tuple[bool, str]]]:
-    """``(json_path, key, (always_refused, message))`` for every key that must not pass silently.
+class Lookalike(NamedTuple):
+    """A key that looks like RoPE and is not read where it is. ``means`` is the fact it states,
+    when known (a read key's name, ``mrope`` or ``rope``); ``always_refused`` marks keys known to
+    bear on RoPE that ropekit does not serve; ``problem`` is the refusal's text."""
 
-    The top level and ``text_config`` are where ropekit reads; another nested object (not a
-    modality or quantisation sub-config) is screened too, where even a key ropekit reads elsewhere
-    is unread. A flagged object is not descended into: its own key is the problem.
-    """
-    for name, value in config.items():
-        problem = _problem(name)
-        if problem is not None:
-            yield name, name, problem
+    path: str
+    key: str
+    value: Any
+    means: str | None
+    always_refused: bool
+    problem: str
+
+
+Served = Callable[[str], Any]
+"""The value of a fact in the table ropekit serves (``NOT_SERVED`` where it cannot say)."""
+NOT_SERVED = object()
+
+
+def screen_keys(config: Mapping[str, Any]) -> list[Lookalike]:
+    """Every look-alike key of ``config``, for :func:`judge` once the config is parsed."""
+    return list(_walk(config, "", reading=True))
+
+
+def judge(lookalikes: list[Lookalike], served: Served, *, strict: bool) -> None:
+    """Accept (with a warning) each look-alike whose value states what ropekit serves; refuse the
+    others (``strict``, or keys ropekit knows it does not serve), or warn (``strict=False``)."""
+    for item in lookalikes:
+        if item.means is not None and _same(item.value, served(item.means)):
+            shown = _FACTS.get(item.means, item.means)
+            warnings.warn(f"{item.path}: not read by ropekit; its value {item.value!r} states what ropekit serves "
+                          f"({shown}), so it is ignored", UserWarning, stacklevel=4)
             continue
-        if not isinstance(value, Mapping) or name in ("rope_scaling", "rope_parameters"):
+        if item.always_refused or strict:
+            raise RopeConfigError(item.path, item.problem)
+        warnings.warn(f"{item.path}: {item.problem} (ignored: --lenient)", UserWarning, stacklevel=4)
+
+
+def _same(value: Any, served: Any) -> bool:
+    if served is NOT_SERVED:
+        return False
+    if isinstance(served, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(served, bool) and value == served
+    if isinstance(served, (int, float)) and isinstance(value, (int, float)):
+        return math.isfinite(float(value)) and float(value) == float(served)
+    return bool(value == served)
+
+
+def _walk(layer: Mapping[str, Any], prefix: str, *, reading: bool) -> Iterator[Lookalike]:
+    """Look-alikes in ``layer`` (whose keys ropekit reads when ``reading``), and in every nested
+    object below it that is not a modality or quantisation sub-config. A flagged key's object is
+    not descended into: its own key is the problem."""
+    for name, value in layer.items():
+        path = f"{prefix}{name}"
+        found = _problem(name) if reading else _unread_here(name, prefix)
+        if found is not None:
+            always, problem = found
+            yield Lookalike(path, str(name), value, _means(name), always, problem)
             continue
-        if name == "text_config":
-            for inner in value:
-                inner_problem = _problem(inner)
-                if inner_problem is not None:
-                    yield f"{name}.{inner}", inner, inner_problem
-        elif not any(word in canonical(name) for word in _SKIPPED_SUBCONFIG_WORDS):
-            for inner in value:
-                if isinstance(inner, str) and looks_like_rope(inner):
-                    yield f"{name}.{inner}", inner, (
-                        False, f"ropekit reads RoPE keys at the top level or in text_config, not inside {name!r}, "
-                        "so the table would ignore it")
+        if not isinstance(value, Mapping) or (reading and name in ("rope_scaling", "rope_parameters")):
+            continue
+        if reading and not prefix and name == "text_config":
+            yield from _walk(value, "text_config.", reading=True)
+        elif not any(word in canonical(str(name)) for word in _SKIPPED_SUBCONFIG_WORDS):
+            yield from _walk(value, f"{path}.", reading=False)
+
+
+def _unread_here(name: object, prefix: str) -> tuple[bool, str] | None:
+    if isinstance(name, str) and looks_like_rope(name):
+        return False, (f"ropekit reads RoPE keys at the top level or in text_config, not inside {prefix[:-1]!r}, so "
+                       "the table would ignore it")
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _means(name: object) -> str | None:
+    """The fact a look-alike key states: a read key it misspells or ends with, or a known meaning."""
+    if not isinstance(name, str):
+        return None
+    if name in MEANS:
+        return MEANS[name]
+    if name in READ_KEYS:  # a read key where nobody reads it (attn_config.rope_theta)
+        return name
+    meant = near_miss(name, READ_KEYS)
+    if meant is not None:
+        return meant
+    return next((key for key in sorted(READ_KEYS, key=len, reverse=True)
+                 if looks_like_rope(key) and name.endswith("_" + key)), None)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -123,9 +123,15 @@ class LoadedScheme:
         factor = result.attention_factor
         if not _is_real(factor) or not math.isfinite(factor) or factor <= 0:
             self._fail(InvalidTableError, f"attention_factor must be a finite positive number, got {factor!r}")
-        frozen: npt.NDArray[np.float64] = np.array(inv_freq, dtype=np.float64, copy=True)
-        frozen.flags.writeable = False
-        return Frequencies(frozen, float(factor))
+        return Frequencies(frozen_copy(inv_freq), float(factor))
+
+
+def frozen_copy(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """A float64 copy no caller can write to: a view of immutable bytes, so even
+    ``setflags(write=True)`` is refused (a plain read-only array can be made writeable again)."""
+    data = np.ascontiguousarray(values, dtype=np.float64).tobytes()
+    frozen: npt.NDArray[np.float64] = np.frombuffer(data, dtype=np.float64)
+    return frozen
 
 
 def _is_real(value: object) -> bool:

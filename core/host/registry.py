@@ -296,6 +296,14 @@ class Registry:
                     f"its scheme claims the name {name!r}, which {', '.join(others)} serves; a scheme may use "
                     "only names its own distribution registers as entry points",
                 )
+        if info.distribution not in {claim.distribution for claim in claims.get(scheme.name, ())}:
+            raise SchemeMismatchError(
+                info.rope_type,
+                info.distribution,
+                f"entry point {info.rope_type!r} returned a scheme named {scheme.name!r}, which {info.distribution} "
+                f"does not register as an entry point, so {scheme.name!r} itself would be unknown; register it in "
+                f"the {self._group!r} group too",
+            )
 
 
 def _duplicate_text(rope_type: str, claims: Iterable[PluginInfo]) -> str:

@@ -47,10 +47,11 @@ def _as_positions(positions: Any, limit: int) -> tuple[int, int] | npt.NDArray[n
             raise ArgumentError("positions", f"expected a count in [0, {limit + 1}] (positions up to {limit} are "
                                 f"served within 5e-7), got {count}")
         return 0, count
-    if isinstance(positions, range) and positions.step == 1:
-        if len(positions) and (positions.start < 0 or positions.stop - 1 > limit):
+    if isinstance(positions, range):
+        if positions and (min(positions[0], positions[-1]) < 0 or max(positions[0], positions[-1]) > limit):
             raise ArgumentError("positions", f"positions must lie in [0, {limit}], got {positions!r}")
-        return max(positions.start, 0), len(positions)
+        if positions.step == 1:  # len() is safe now: the run lies inside [0, limit]
+            return max(positions.start, 0), len(positions)
     try:
         array = np.asarray(positions)
     except (TypeError, ValueError, OverflowError) as error:

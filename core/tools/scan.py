@@ -24,13 +24,14 @@ from ..errors import (
     PluginError,
     RopeConfigError,
     RopekitError,
+    UnknownModelTypeError,
     UnknownRopeTypeError,
 )
 from ..host.registry import Registry, default_registry
 
 __all__ = ["STATUSES", "ScanRow", "canonical_types", "find_models", "scan", "summarize"]
 
-STATUSES = ("ok", "refused", "unregistered", "unsupported", "mismatch", "plugin_error")
+STATUSES = ("ok", "refused", "unknown_model", "unregistered", "unsupported", "mismatch", "plugin_error")
 """Row statuses, best to worst after ``ok``: exit 0 only when every row is ``ok``."""
 
 MAX_ENTRIES = 1_000_000
@@ -246,6 +247,8 @@ def _row(
         model = load(config, strict=strict, registry=registry)
     except UnknownRopeTypeError as error:
         return ScanRow(candidate.path, "unregistered", model_type, reason=str(error), artifacts=candidate.artifacts)
+    except UnknownModelTypeError as error:
+        return ScanRow(candidate.path, "unknown_model", model_type, reason=str(error), artifacts=candidate.artifacts)
     except RopeConfigError as error:
         return ScanRow(candidate.path, "refused", model_type, reason=str(error), artifacts=candidate.artifacts)
     except PluginError as error:

@@ -88,11 +88,14 @@ def test_unknown_rope_looking_keys_are_refused(key: str) -> None:
 
 
 def test_rope_key_in_another_nested_object_is_refused() -> None:
-    """DBRX keeps its theta in attn_config: nobody would read it there."""
-    config = {**BASE, "attn_config": {"rope_theta": 500000, "kv_n_heads": 8}}
+    """DBRX keeps its theta in attn_config: ropekit does not read it there, so a value other than the
+    one served is refused; the served value itself is ignored with a warning."""
+    config = {**BASE, "attn_config": {"rope_theta": 10000, "kv_n_heads": 8}}
     with pytest.raises(ropekit.RopeConfigError) as caught:
         _load(config)
     assert caught.value.path == "attn_config.rope_theta"
+    with pytest.warns(UserWarning, match="states what ropekit serves"):
+        assert _load({**BASE, "attn_config": {"rope_theta": 500000}}).table.geometry.theta == 500000
 
 
 def test_vision_subconfigs_are_out_of_scope() -> None:
@@ -427,12 +430,19 @@ def test_blocking_a_scheme_also_blocks_its_aliases(monkeypatch: pytest.MonkeyPat
 
 
 def test_rope_keys_nested_elsewhere_are_refused_but_not_other_keys() -> None:
-    attn_config: dict[str, Any] = {"alibi": True, "rope_theta": 1}
-    mpt: dict[str, Any] = {"model_type": "mpt", "d_model": 256, "n_heads": 4, "attn_config": attn_config}
+    attn_config: dict[str, Any] = {"alibi": False, "rope_theta": 1}
+    nested: dict[str, Any] = {**BASE, "attn_config": attn_config}
     with pytest.raises(ropekit.RopeConfigError) as caught:
-        _load(mpt)
+        _load(nested)
     assert caught.value.path == "attn_config.rope_theta"
-    del attn_config["rope_theta"]
+    attn_config["rope_theta"] = BASE["rope_theta"]  # states what is served anyway: a warning
+    with pytest.warns(UserWarning, match=r"attn_config.rope_theta: not read by ropekit; its value"):
+        _load(nested)
+    deep = {**BASE, "text_config": {"text_config": {"rope_scaling": {"rope_type": "linear", "factor": 8.0}}}}
+    with pytest.raises(ropekit.RopeConfigError) as caught:
+        _load(deep)  # one level too deep: read by nobody, so refused, not silently plain
+    assert caught.value.path == "text_config.text_config.rope_scaling"
+    mpt: dict[str, Any] = {"model_type": "mpt", "d_model": 256, "n_heads": 4, "attn_config": {"alibi": True}}
     with pytest.raises(ropekit.NoRopeError, match="'mpt' applies no RoPE: ALiBi"):  # attn_config.alibi is no RoPE key
         _load(mpt)
     blip = {**BASE, "qformer_config": {"hidden_size": 768, "num_attention_heads": 12}}
