@@ -37,7 +37,9 @@ OUT = ROOT / "core" / "config" / "transformers_classes.json"
 ROPE_FIELDS = frozenset({"rope_parameters", "rope_scaling", "rope_theta", "rotary_dim", "rotary_pct",
                          "rotary_emb_base", "qk_rope_head_dim", "partial_rotary_factor"})
 """A config class declaring any of these fields carries RoPE parameters."""
-ROTATES = re.compile(r"\b(apply_rotary_pos_emb\w*|rotate_half|rotate_every_two|\w*RotaryEmbedding|apply_rotary_emb\w*)\b")
+ROTATES = re.compile(
+    r"\b(apply_rotary_pos_emb\w*|rotate_half|rotate_every_two|\w*RotaryEmbedding|apply_rotary_emb\w*)\b"
+)
 TEXT_KEYS = ("text_config", "language_config", "llm_config", "thinker_config", "decoder_config", "text_encoder")
 """Sub-config keys that hold a wrapper's language model, in the order they are looked for."""
 NO_ROPE_REASONS = (
@@ -120,7 +122,7 @@ def build() -> dict[str, Any]:
     for model_type in sorted(CONFIG_MAPPING_NAMES):
         try:
             config_class = CONFIG_MAPPING[model_type]
-        except Exception as error:  # noqa: BLE001 - recorded, never skipped silently
+        except Exception as error:
             classes[model_type] = {"kind": "unreadable", "reason": f"transformers cannot import its config: {error}"}
             continue
         classes[model_type] = _describe(model_type, config_class, READ_KEYS, dict(ALIASES))

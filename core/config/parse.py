@@ -206,8 +206,9 @@ def parse_config(
 
 
 def _served(view: ConfigView, blocks: tuple[RopeBlock, ...], source: Mapping[str, Any], fact: str) -> Any:
-    """The value of ``fact`` (a read key, ``mrope``, ``mrope_interleaved`` or ``rope``) in the tables ropekit serves, for
-    judging a look-alike key; ``NOT_SERVED`` where the layer types disagree or it cannot say."""
+    """The value of ``fact`` (a read key, ``mrope``, ``mrope_interleaved`` or ``rope``) in the tables
+    ropekit serves, for judging a look-alike key; ``NOT_SERVED`` where the layer types disagree or it
+    cannot say."""
     per_block: dict[str, Any] = {
         "rope": lambda block: True,
         "mrope": lambda block: block.mrope_section is not None,
