@@ -24,6 +24,8 @@ from .output import EXIT_INPUT
 
 __all__ = ["COMMANDS", "build_parser"]
 
+_LENIENT = "warn about unknown keys instead of refusing them, and read an unknown model_type as Llama-style (a guess)"
+
 
 class _Formatter(argparse.HelpFormatter):
     """argparse's formatter, as wide as the terminal the way ``shutil.get_terminal_size`` measures
@@ -135,8 +137,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
         sub.add_argument("config", metavar="CONFIG", help="a config.json, or a model directory holding one")
         sub.add_argument("--json", action="store_true", help="machine-readable output")
-        sub.add_argument("--lenient", action="store_true", help="warn about unknown keys instead of failing, and read an unknown model_type as "
-                         "Llama-style (a guess)")
+        sub.add_argument("--lenient", action="store_true", help=_LENIENT)
         sub.set_defaults(handler=handler)
         return sub
 
@@ -161,8 +162,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     auditor.add_argument("--served", required=True, metavar="ARTIFACT",
                          help="ONNX model/pack, .gguf, or .npy/.f64/.f32/.f16 table or cos cache")
     auditor.add_argument("--json", action="store_true", help="machine-readable output")
-    auditor.add_argument("--lenient", action="store_true", help="warn about unknown keys instead of failing, and read an unknown model_type as "
-                         "Llama-style (a guess)")
+    auditor.add_argument("--lenient", action="store_true", help=_LENIENT)
     auditor.set_defaults(handler=cmd_audit)
     auditor.add_argument("--sin", metavar="FILE", help="the served sin cache, with a 2-D --served cos cache")
     auditor.add_argument("--dtype", choices=("float64", "float32", "float16"),
@@ -214,8 +214,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                          help="also audit the ONNX packs and GGUFs found beside each config (needs ropekit[onnx,gguf])")
     scanner.add_argument("--jobs", type=_positive, default=1, metavar="N", help="audits run N at a time")
     scanner.add_argument("--json", action="store_true", help="JSON Lines: one object per model, then a summary")
-    scanner.add_argument("--lenient", action="store_true", help="warn about unknown keys instead of refusing, and read an unknown model_type "
-                         "as Llama-style (a guess)")
+    scanner.add_argument("--lenient", action="store_true", help=_LENIENT)
     scanner.set_defaults(handler=cmd_scan)
 
     listing = commands.add_parser("list", help="List installed rope_types with distribution, version and status.",
