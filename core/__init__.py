@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._version import __version__
+from .contract.family import ModelFamily
 from .contract.hookspecs import hookimpl
 from .contract.scheme import Example, Frequencies, Geometry, Key, KeyKind, Params, Scheme, plain_inv_freq
 from .errors import (
@@ -62,6 +63,7 @@ __all__ = [
     "Key",
     "KeyKind",
     "MissingDependencyError",
+    "ModelFamily",
     "ModelRope",
     "NoRopeError",
     "Params",

@@ -12,7 +12,8 @@
     │   └── ArgumentTypeError (TypeError)  ... of the wrong type
     ├── DeclarationError (ValueError) a ``Key`` or ``Scheme`` is declared wrongly (raised at the author's line)
     ├── MissingDependencyError (ImportError)  an optional extra (matplotlib for plots) is not installed
-    └── PluginError                   a plugin is at fault; ``.rope_type`` and ``.distribution`` name it
+    └── PluginError                   a plugin is at fault; ``.rope_type`` (a family's model_type for a
+        │                             family plugin) and ``.distribution`` name it
         ├── PluginBlockedError        the user blocked this rope_type or distribution
         ├── PluginLoadError           the plugin failed to import or has no usable ``ropekit_scheme`` hook
         ├── DuplicateSchemeError      two distributions claim one rope_type
@@ -132,13 +133,16 @@ class MissingDependencyError(RopekitError, ImportError):
 
 
 class PluginError(RopekitError):
-    """A plugin is at fault. ``rope_type`` and ``distribution`` say which one."""
+    """A plugin is at fault. ``rope_type`` and ``distribution`` say which one; for a family plugin
+    (entry-point group ``ropekit.families``) ``rope_type`` holds the family's model_type and
+    ``kind`` is ``"model_type"``."""
 
-    def __init__(self, rope_type: str, distribution: str, problem: str) -> None:
+    def __init__(self, rope_type: str, distribution: str, problem: str, *, kind: str = "rope_type") -> None:
         self.rope_type = rope_type
         self.distribution = distribution
         self.problem = problem
-        super().__init__(f"rope_type {rope_type!r} (distribution {distribution}): {problem}")
+        self.kind = kind
+        super().__init__(f"{kind} {rope_type!r} (distribution {distribution}): {problem}")
 
 
 class PluginBlockedError(PluginError):

@@ -10,20 +10,42 @@ Each step hands its result down; none calls back up.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from .config.families import READ_KEYS
 from .config.parse import RopeBlock, parse_config
 from .config.source import read_config
 from .config.validation import validate_params
-from .errors import RopeConfigError
+from .contract.family import ModelFamily
+from .errors import RopeConfigError, SchemeDeclarationError
 from .host.loaded import LoadedScheme
 from .host.registry import Registry, default_registry
 from .tables.table import ModelRope, RopeTable, SeqLenRule
 
-__all__ = ["build_table", "load"]
+__all__ = ["build_table", "load", "plugin_family"]
+
+FAMILY_DEFAULT_KEYS = READ_KEYS - {"model_type", "text_config", "layer_types"}
+"""Config keys a family plugin may give class defaults for: the keys ropekit reads."""
+
+
+def plugin_family(registry: Registry, model_type: str) -> ModelFamily | None:
+    """The family an installed plugin declares for ``model_type`` (``None``: none does), checked:
+    its defaults may name only keys ropekit reads, else the distribution is blamed."""
+    family = registry.families.family(model_type)
+    if family is not None:
+        unread = sorted(set(family.defaults) - FAMILY_DEFAULT_KEYS)
+        if unread:
+            owner = registry.families.owner(model_type)
+            raise SchemeDeclarationError(
+                model_type, owner.distribution if owner else "?",
+                f"defaults name keys ropekit does not read: {unread}; it reads {sorted(FAMILY_DEFAULT_KEYS)}",
+                kind="model_type",
+            )
+    return family
 
 
 def load(
@@ -46,8 +68,8 @@ def load(
     Llama-style config (with a warning naming the guess); nothing else is relaxed.
     """
     config, origin = read_config(source)
-    parsed = parse_config(config, strict=strict)
     registry = registry or default_registry()
+    parsed = parse_config(config, strict=strict, plugin_family=functools.partial(plugin_family, registry))
     tables = {
         block.layer_type: build_table(block, registry.loaded(block.rope_type, path=block.rope_type_path), strict=strict)
         for block in parsed.blocks

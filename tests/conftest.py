@@ -19,20 +19,22 @@ from .support import MakeDist
 
 @pytest.fixture
 def make_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MakeDist]:
-    """Install a fake distribution on ``sys.path``: ``make_dist(name, {rope_type: module}, {module: source})``."""
+    """Install a fake distribution on ``sys.path``: ``make_dist(name, {rope_type: module}, {module: source})``
+    (``group="ropekit.families"`` for family plugins, named by model_type)."""
     created: list[str] = []
     root = tmp_path / "site"
     root.mkdir()
     monkeypatch.syspath_prepend(str(root))
 
     def make(
-        name: str, entry_points: dict[str, str], modules: dict[str, str] | None = None, version: str = "1.0"
+        name: str, entry_points: dict[str, str], modules: dict[str, str] | None = None, version: str = "1.0",
+        group: str = "ropekit.schemes",
     ) -> Path:
         info = root / f"{name.replace('-', '_')}-{version}.dist-info"
         info.mkdir()
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
         lines = "\n".join(f"{ep} = {target}" for ep, target in entry_points.items())
-        (info / "entry_points.txt").write_text(f"[ropekit.schemes]\n{lines}\n")
+        (info / "entry_points.txt").write_text(f"[{group}]\n{lines}\n")
         for module, source in (modules or {}).items():
             (root / f"{module}.py").write_text(textwrap.dedent(source))
             created.append(module)

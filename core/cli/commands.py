@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from ..errors import PluginError, RopeConfigError
+from ..errors import ArgumentError, PluginError, RopeConfigError
 from .output import EXIT_CHECKS_FAILED, print_json, say
 
 
@@ -107,15 +107,7 @@ def cmd_list(args: argparse.Namespace) -> None:
     registry = default_registry()
     rows = []
     for status in registry.status():
-        row: dict[str, Any] = {
-            "rope_type": status.rope_type,
-            "distribution": status.distribution,
-            "version": status.version,
-            "module": status.target,
-            "status": status.state,
-        }
-        if status.problem:
-            row["problem"] = status.problem
+        row = _status_row(status, "rope_type")
         if not args.no_import and status.state in ("available", "loaded"):
             try:
                 scheme = registry.scheme(status.rope_type)
@@ -126,8 +118,20 @@ def cmd_list(args: argparse.Namespace) -> None:
                            keys=[key.to_json() for key in scheme.keys],
                            seq_len_dependent=scheme.seq_len_dependent)
         rows.append(row)
+    families = []
+    for status in registry.families.status():
+        row = _status_row(status, "model_type")
+        if not args.no_import and status.state in ("available", "loaded"):
+            try:
+                family = registry.families.family(status.rope_type)
+            except PluginError as error:
+                row.update(status="broken", problem=error.problem)
+            else:
+                assert family is not None
+                row.update(status="loaded", doc=family.doc)
+        families.append(row)
     if args.json:
-        print_json({"schemes": rows})
+        print_json({"schemes": rows, "families": families})
         return
     for row in rows:
         alias = f" (alias of {row['canonical']})" if row.get("canonical", row["rope_type"]) != row["rope_type"] else ""
@@ -138,6 +142,21 @@ def cmd_list(args: argparse.Namespace) -> None:
             say(f"    {row['doc']}")
             for key in registry.scheme(row["rope_type"]).keys:
                 say(f"      {key.describe()}")
+    if families:
+        say("\nmodel families (plugins for model_types ropekit does not know):")
+        for row in families:
+            say(f"{row['model_type']}  [{row['status']}]  {row['distribution']} {row['version']}  {row['module']}")
+            for extra in ("problem", "doc"):
+                if extra in row:
+                    say(f"    {'problem: ' if extra == 'problem' else ''}{row[extra]}")
+
+
+def _status_row(status: Any, name: str) -> dict[str, Any]:
+    row: dict[str, Any] = {name: status.rope_type, "distribution": status.distribution, "version": status.version,
+                           "module": status.target, "status": status.state}
+    if status.problem:
+        row["problem"] = status.problem
+    return row
 
 
 def cmd_check_plugin(args: argparse.Namespace) -> int:
@@ -145,6 +164,8 @@ def cmd_check_plugin(args: argparse.Namespace) -> int:
     from ..tools.conformance import run_checks
 
     registry = default_registry()
+    if args.family:
+        return _check_family(args, registry)
     claims = registry.claims().get(args.name)
     if not claims:
         registry.scheme(args.name, path="NAME")  # raises UnknownRopeTypeError with suggestions
@@ -166,6 +187,27 @@ def cmd_check_plugin(args: argparse.Namespace) -> int:
         say(f"{sum(r.passed for r in results)} passed, {sum(r.failed for r in results)} failed"
               + (f", {not_run} not run" if not_run else ""))
     return 0 if passed else EXIT_CHECKS_FAILED
+
+
+def _check_family(args: argparse.Namespace, registry: Any) -> int:
+    from ..tools.conformance import check_family
+
+    if not registry.families.claims().get(args.name):
+        known = ", ".join(registry.families.names()) or "none"
+        raise ArgumentError("name", f"no installed distribution registers model_type {args.name!r} in the "
+                            f"'ropekit.families' entry-point group (registered: {known})")
+    try:
+        done, problem = check_family(args.name, registry=registry), ""
+    except AssertionError as failure:
+        done, problem = [], str(failure)
+    owner = registry.families.owner(args.name)
+    if args.json:
+        print_json({"model_type": args.name, "distribution": owner.distribution if owner else None,
+                    "passed": not problem, "checked": done, **({"problem": problem} if problem else {})})
+    else:
+        say(f"family {args.name}" + (f"  ({owner.distribution} {owner.version}, {owner.target})" if owner else ""))
+        say(f"  FAIL  {problem}" if problem else f"  PASS  {', '.join(done)}")
+    return EXIT_CHECKS_FAILED if problem else 0
 
 
 def cmd_export(args: argparse.Namespace) -> None:

@@ -227,10 +227,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     check = commands.add_parser(
         "check-plugin",
         help="Run the plugin conformance suite on one rope_type.",
-        description="Run the plugin conformance suite (ropekit.testing) on one installed rope_type. "
-        "Exit 0 if every check passes, 1 if any fails.",
+        description="Run the plugin conformance suite (ropekit.testing) on one installed rope_type, or with "
+        "--family on one model-family plugin. Exit 0 if every check passes, 1 if any fails.",
     )
     check.add_argument("name", metavar="NAME", help="the rope_type (entry-point name) to check")
+    check.add_argument("--family", action="store_true",
+                       help="NAME is a model_type: check the family plugin registered for it (group ropekit.families)")
     check.add_argument("--json", action="store_true", help="machine-readable output")
     check.set_defaults(handler=cmd_check_plugin)
     return parser

@@ -17,9 +17,10 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
+from ..contract.family import ModelFamily
 from ..errors import NoRopeError, RopeConfigError, UnknownModelTypeError
 from .classes import ClassFacts, class_facts, transformers_version
-from .families import REMOTE_FAMILIES
+from .families import REMOTE_FAMILIES, Family
 from .remote import ARCHITECTURES
 
 __all__ = ["Identity", "identify"]
@@ -32,15 +33,17 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 class Identity(NamedTuple):
     """The code a config runs. ``model_type`` is its language model's (``text_config``'s, else
     the top level's; ``None`` when the config states none); ``origin`` where ropekit's knowledge
-    of that code comes from; ``defaults`` the class defaults for keys the config leaves out."""
+    of that code comes from; ``defaults`` the class defaults for keys the config leaves out;
+    ``family`` the facts a family plugin declares (``None``: ropekit's own)."""
 
     model_type: str | None
     origin: Origin
     defaults: Mapping[str, Any] = _EMPTY
+    family: Family | None = None
 
 
-FamilyLookup = Callable[[str], Mapping[str, Any] | None]
-"""Finds a family declared by an installed plugin: its class defaults, or ``None``."""
+FamilyLookup = Callable[[str], ModelFamily | None]
+"""Finds a family declared by an installed plugin (entry-point group ``ropekit.families``), or ``None``."""
 
 
 def identify(config: Mapping[str, Any], *, strict: bool, plugin_family: FamilyLookup | None = None) -> Identity:
@@ -69,6 +72,15 @@ def identify(config: Mapping[str, Any], *, strict: bool, plugin_family: FamilyLo
     if facts is not None and facts.kind == "no_rope":
         raise NoRopeError(path, f"model_type {effective!r} applies no RoPE: {facts.reason} (per transformers "
                           f"{transformers_version()}'s modeling code); there is no RoPE table to serve")
+    if origin == "plugin":
+        declared = plugin_family(effective) if plugin_family is not None else None
+        assert declared is not None
+        if declared.no_rope:
+            raise NoRopeError(path, f"model_type {effective!r} applies no RoPE: {declared.no_rope} (declared by its "
+                              "family plugin); there is no RoPE table to serve")
+        family = Family(partial_rotary_factor=declared.partial_rotary_factor, layout=declared.layout,
+                        no_rope_layer_types=declared.no_rope_layer_types)
+        return Identity(effective, origin, declared.defaults, family)
     return Identity(effective, origin, defaults)
 
 
@@ -115,7 +127,7 @@ def _knowledge(
         return "transformers", facts, facts.defaults
     declared = plugin_family(model_type) if plugin_family is not None else None
     if declared is not None:
-        return "plugin", None, declared
+        return "plugin", None, declared.defaults
     version = transformers_version()
     if strict:
         raise UnknownModelTypeError(

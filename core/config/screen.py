@@ -98,6 +98,8 @@ def judge(lookalikes: list[Lookalike], served: Served, *, strict: bool) -> None:
 def _same(value: Any, served: Any) -> bool:
     if served is NOT_SERVED:
         return False
+    if isinstance(served, Mapping) and not served and value is None:  # no rope block: null states the same
+        return True
     if isinstance(served, bool) or isinstance(value, bool):
         return isinstance(value, bool) and isinstance(served, bool) and value == served
     if isinstance(served, (int, float)) and isinstance(value, (int, float)):

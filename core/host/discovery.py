@@ -7,14 +7,16 @@ import re
 import sys
 from typing import Any, NamedTuple
 
-__all__ = ["ALLOW_ENV", "BLOCK_ENV", "ENTRY_POINT_GROUP", "PluginInfo", "allowed_from_env", "blocked_from_env",
-           "discover"]
+__all__ = ["ALLOW_ENV", "BLOCK_ENV", "ENTRY_POINT_GROUP", "FAMILY_GROUP", "PluginInfo", "allowed_from_env",
+           "blocked_from_env", "discover"]
 
 ENTRY_POINT_GROUP = "ropekit.schemes"
 """The entry-point group plugins register in; the entry-point name is the rope_type."""
+FAMILY_GROUP = "ropekit.families"
+"""The entry-point group of model-family plugins; the entry-point name is the family's model_type."""
 
 BLOCK_ENV = "ROPEKIT_BLOCK"
-"""Comma-separated rope_types or distribution names the user does not want loaded."""
+"""Comma-separated rope_types, family model_types or distribution names the user does not want loaded."""
 
 ALLOW_ENV = "ROPEKIT_ALLOW"
 """Comma-separated distributions or rope_types that alone may serve (unset or empty: any). A

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import pluggy
 
 from ..contract import hookspecs
+from ..contract.family import ModelFamily
 from ..contract.scheme import Scheme
 from ..errors import (
     DeclarationError,
@@ -32,10 +33,10 @@ from ..errors import (
     SchemeMismatchError,
     UnknownRopeTypeError,
 )
-from .discovery import ENTRY_POINT_GROUP, PluginInfo, allowed_from_env, blocked_from_env, discover
+from .discovery import ENTRY_POINT_GROUP, FAMILY_GROUP, PluginInfo, allowed_from_env, blocked_from_env, discover
 from .loaded import LoadedScheme
 
-__all__ = ["IN_PROCESS", "Registry", "SchemeStatus", "default_registry"]
+__all__ = ["IN_PROCESS", "FamilyRegistry", "Registry", "SchemeStatus", "default_registry"]
 
 IN_PROCESS = "<in-process>"
 """The distribution name recorded for plugins given to :meth:`Registry.register`."""
@@ -58,20 +59,14 @@ class SchemeStatus(NamedTuple):
     problem: str = ""
 
 
-class Registry:
-    """Discovers rope_type plugins and serves their schemes.
+class _Host:
+    """One entry-point group whose plugins each implement one hook returning a declaration: the
+    discovery, claims, conflicts, blocking, allow-list, lazy import and hook call every group
+    shares. :class:`Registry` serves rope_types from ``ropekit.schemes``; :class:`FamilyRegistry`
+    model families from ``ropekit.families``."""
 
-    Entry points are read once, on first use; a plugin module is imported the first time its
-    rope_type is asked for, and the result (or the error) is cached. Safe to share between threads.
-
-    ``block`` names rope_types or distributions that must not be loaded; unless ``read_env`` is
-    false, ``$ROPEKIT_BLOCK`` adds to it. Blocking a distribution also resolves a conflict: when
-    two distributions claim a rope_type, blocking all but one serves the one left.
-
-    ``allow`` (and ``$ROPEKIT_ALLOW``) pins the distributions or rope_types that may serve at all;
-    ``"ropekit"`` names the built-ins. Installing a plugin runs its code in this process when its
-    rope_type is first used: an allow-list is how a production loader keeps that set fixed.
-    """
+    _hook = _HOOK
+    _kind = "rope_type"
 
     def __init__(
         self,
@@ -87,7 +82,7 @@ class Registry:
         self._lock = threading.RLock()
         self._discovered: dict[str, tuple[PluginInfo, ...]] | None = None
         self._local: dict[str, tuple[object, PluginInfo]] = {}
-        self._loaded: dict[str, LoadedScheme] = {}
+        self._loaded: dict[str, Any] = {}
         self._failures: dict[str, PluginError] = {}
         self._manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self._manager.add_hookspecs(hookspecs)
@@ -96,8 +91,14 @@ class Registry:
 
     # -- discovery (no imports) -------------------------------------------------------------
 
+    @property
+    def group(self) -> str:
+        """The entry-point group this registry reads."""
+        return self._group
+
     def claims(self) -> Mapping[str, tuple[PluginInfo, ...]]:
-        """Every rope_type with the plugins claiming it (two or more: a conflict), blocked ones included."""
+        """Every name (rope_type, or a family's model_type) with the plugins claiming it (two or
+        more: a conflict), blocked ones included."""
         with self._lock:
             if self._discovered is None:
                 self._discovered = discover(self._group)
@@ -107,16 +108,16 @@ class Registry:
             return MappingProxyType(dict(sorted(merged.items())))
 
     def names(self) -> tuple[str, ...]:
-        """Every registered rope_type (aliases included), sorted."""
+        """Every registered name (rope_types with their aliases, or families' model_types), sorted."""
         return tuple(self.claims())
 
     def owner(self, rope_type: str) -> PluginInfo | None:
-        """The one plugin that would serve ``rope_type`` (``None``: nothing, or a conflict)."""
+        """The one plugin that would serve ``rope_type`` (or family; ``None``: nothing, or a conflict)."""
         candidates = self._candidates(self.claims().get(rope_type, ()))
         return candidates[0] if len(candidates) == 1 else None
 
     def status(self) -> tuple[SchemeStatus, ...]:
-        """One :class:`SchemeStatus` per rope_type, without importing any plugin."""
+        """One :class:`SchemeStatus` per registered name, without importing any plugin."""
         rows = []
         for rope_type, claims in self.claims().items():
             candidates = self._candidates(claims)
@@ -139,7 +140,8 @@ class Registry:
     # -- loading ----------------------------------------------------------------------------
 
     def register(self, plugin: object, *, name: str, distribution: str = IN_PROCESS, version: str = "") -> None:
-        """Serve ``name`` from ``plugin`` (a module or object with a ``ropekit_scheme`` hookimpl).
+        """Serve ``name`` from ``plugin`` (a module or object with this group's hookimpl:
+        ``ropekit_scheme``, or ``ropekit_family`` for a :class:`FamilyRegistry`).
 
         For schemes defined in-process (notebooks, tests); packages use the entry-point group.
         """
@@ -151,36 +153,6 @@ class Registry:
             self._loaded.pop(name, None)
             self._failures.pop(name, None)
 
-    def scheme(self, rope_type: str, *, path: str = "rope_type") -> Scheme:
-        """The scheme serving ``rope_type`` (an alias resolves to its scheme).
-
-        Raises :class:`UnknownRopeTypeError` (at JSON ``path``) when nothing serves it, or a
-        :class:`PluginError` naming the distribution at fault.
-        """
-        return self.loaded(rope_type, path=path).scheme
-
-    def loaded(self, rope_type: str, *, path: str = "rope_type") -> LoadedScheme:
-        """Like :meth:`scheme`, with the distribution serving it: what the loader builds tables with."""
-        cached = self._loaded.get(rope_type)
-        if cached is not None:
-            return cached
-        with self._lock:
-            if rope_type in self._loaded:
-                return self._loaded[rope_type]
-            if rope_type in self._failures:
-                raise self._failures[rope_type]
-            claims = self.claims().get(rope_type)
-            if not claims:
-                raise self._unknown(rope_type, path)
-            try:
-                loaded = self._load(rope_type, claims)
-            except PluginError as error:
-                if not isinstance(error, PluginBlockedError):
-                    self._failures[rope_type] = error
-                raise
-            self._loaded[rope_type] = loaded
-            return loaded
-
     # -- internals --------------------------------------------------------------------------
 
     def _candidates(self, claims: Iterable[PluginInfo]) -> list[PluginInfo]:
@@ -191,13 +163,168 @@ class Registry:
 
     def _block_reason(self, info: PluginInfo) -> str:
         if self._manager.is_blocked(info.rope_type):
-            return f"rope_type {info.rope_type!r} is blocked (ROPEKIT_BLOCK or Registry(block=...))"
+            return f"{self._kind} {info.rope_type!r} is blocked (ROPEKIT_BLOCK or Registry(block=...))"
         if info.distribution in self._blocked:
             return f"distribution {info.distribution} is blocked (ROPEKIT_BLOCK or Registry(block=...))"
         if self._allowed and info.distribution not in self._allowed and info.rope_type not in self._allowed:
             return (f"distribution {info.distribution} is not in the allow-list ({', '.join(sorted(self._allowed))}; "
                     "ROPEKIT_ALLOW or Registry(allow=...))")
         return ""
+
+    def _cached(self, name: str, load: Callable[[], Any]) -> Any:
+        """``load()``'s result for ``name``, cached; a plugin's error is cached too (a block is not:
+        unblocking serves it)."""
+        cached = self._loaded.get(name)
+        if cached is not None:
+            return cached
+        with self._lock:
+            if name in self._loaded:
+                return self._loaded[name]
+            if name in self._failures:
+                raise self._failures[name]
+            try:
+                result = load()
+            except PluginError as error:
+                if not isinstance(error, PluginBlockedError):
+                    self._failures[name] = error
+                raise
+            self._loaded[name] = result
+            return result
+
+    def _declaration(self, name: str, claims: tuple[PluginInfo, ...]) -> tuple[object, PluginInfo]:
+        """The declaration the one unblocked plugin claiming ``name`` returns from its hook."""
+        candidates = self._candidates(claims)
+        kind = self._kind
+        if self._manager.is_blocked(name):
+            raise PluginBlockedError(name, candidates[0].distribution, self._block_reason(candidates[0]), kind=kind)
+        if len(candidates) > 1:
+            raise DuplicateSchemeError(name, candidates[0].distribution, _duplicate_text(name, candidates), kind=kind)
+        info = candidates[0]
+        blocked = self._block_reason(info)
+        if blocked:
+            raise PluginBlockedError(name, info.distribution, blocked, kind=kind)
+        local = self._local.get(name)
+        plugin = local[0] if local is not None and local[1] == info else self._import(info)
+        return self._call_hook(plugin, info), info
+
+    def _import(self, info: PluginInfo) -> object:
+        module_name, _, attribute = info.target.partition(":")
+        try:
+            plugin: object = importlib.import_module(module_name)
+            for part in filter(None, attribute.split(".")):
+                plugin = getattr(plugin, part)
+        except DeclarationError as error:  # a Key or Scheme built at import time is malformed
+            raise SchemeDeclarationError(info.rope_type, info.distribution, str(error), kind=self._kind) from error
+        except BaseException as error:  # any import-time failure (SystemExit included) is the plugin's
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            raise PluginLoadError(
+                info.rope_type,
+                info.distribution,
+                f"importing {info.target!r} failed: {type(error).__name__}: {error}",
+                kind=self._kind,
+            ) from error
+        return plugin
+
+    def _call_hook(self, plugin: object, info: PluginInfo) -> object:
+        manager, hook, kind = self._manager, self._hook, self._kind
+        if not manager.is_registered(plugin):  # an alias may share its module with an imported name
+            try:
+                manager.register(plugin, name=info.rope_type)
+            except (ValueError, pluggy.PluginValidationError) as error:
+                if manager.is_registered(plugin):  # pluggy < 1.7 leaves a half-registered plugin
+                    manager.unregister(plugin)
+                raise PluginLoadError(info.rope_type, info.distribution, f"invalid hook: {error}", kind=kind) from error
+        impls = [impl for impl in getattr(manager.hook, hook).get_hookimpls() if impl.plugin is plugin]
+        if not impls:
+            raise PluginLoadError(info.rope_type, info.distribution, _missing_hook_text(manager, plugin, info, hook),
+                                  kind=kind)
+        try:
+            declaration: object = impls[0].function()
+        except DeclarationError as error:
+            raise SchemeDeclarationError(info.rope_type, info.distribution, str(error), kind=kind) from error
+        except Exception as error:
+            raise PluginLoadError(
+                info.rope_type, info.distribution, f"{hook}() raised {type(error).__name__}: {error}", kind=kind
+            ) from error
+        expected = self._declares
+        if not isinstance(declaration, expected):
+            raise PluginLoadError(
+                info.rope_type,
+                info.distribution,
+                f"{hook}() returned {type(declaration).__name__}, expected ropekit.{expected.__name__}",
+                kind=kind,
+            )
+        return declaration
+
+    _declares: type = Scheme
+
+
+class Registry(_Host):
+    """Discovers rope_type plugins and serves their schemes.
+
+    Entry points are read once, on first use; a plugin module is imported the first time its
+    rope_type is asked for, and the result (or the error) is cached. Safe to share between threads.
+
+    ``block`` names rope_types or distributions that must not be loaded; unless ``read_env`` is
+    false, ``$ROPEKIT_BLOCK`` adds to it. Blocking a distribution also resolves a conflict: when
+    two distributions claim a rope_type, blocking all but one serves the one left.
+
+    ``allow`` (and ``$ROPEKIT_ALLOW``) pins the distributions or rope_types that may serve at all;
+    ``"ropekit"`` names the built-ins. Installing a plugin runs its code in this process when its
+    rope_type is first used: an allow-list is how a production loader keeps that set fixed.
+
+    :attr:`families` serves the model families plugins declare (``ropekit.families``), under the
+    same block and allow rules.
+    """
+
+    def __init__(
+        self,
+        *,
+        block: Iterable[str] = (),
+        allow: Iterable[str] | None = None,
+        read_env: bool = True,
+        group: str = ENTRY_POINT_GROUP,
+    ) -> None:
+        super().__init__(block=block, allow=allow, read_env=read_env, group=group)
+        self._settings = (tuple(block), None if allow is None else tuple(allow), read_env)
+        self._families: FamilyRegistry | None = None
+
+    @property
+    def families(self) -> FamilyRegistry:
+        """The model families installed plugins declare, blocked and allowed as this registry's schemes."""
+        with self._lock:
+            if self._families is None:
+                block, allow, read_env = self._settings
+                self._families = FamilyRegistry(block=block, allow=allow, read_env=read_env)
+            return self._families
+
+    def scheme(self, rope_type: str, *, path: str = "rope_type") -> Scheme:
+        """The scheme serving ``rope_type`` (an alias resolves to its scheme).
+
+        Raises :class:`UnknownRopeTypeError` (at JSON ``path``) when nothing serves it, or a
+        :class:`PluginError` naming the distribution at fault.
+        """
+        return self.loaded(rope_type, path=path).scheme
+
+    def loaded(self, rope_type: str, *, path: str = "rope_type") -> LoadedScheme:
+        """Like :meth:`scheme`, with the distribution serving it: what the loader builds tables with."""
+        loaded: LoadedScheme = self._cached(rope_type, lambda: self._load(rope_type, path))
+        return loaded
+
+    def _load(self, rope_type: str, path: str) -> LoadedScheme:
+        claims = self.claims().get(rope_type)
+        if not claims:
+            raise self._unknown(rope_type, path)
+        declared, info = self._declaration(rope_type, claims)
+        assert isinstance(declared, Scheme)
+        scheme = declared
+        self._check_names(scheme, info)
+        blocked_name = next((name for name in (scheme.name, *scheme.aliases) if self._manager.is_blocked(name)), None)
+        if blocked_name is not None:  # an alias must not get round a block on its scheme
+            raise PluginBlockedError(rope_type, info.distribution, f"rope_type {blocked_name!r}, which "
+                                     f"{rope_type!r} names, is blocked (ROPEKIT_BLOCK or Registry(block=...))")
+        return LoadedScheme(scheme, info)
 
     def _unknown(self, rope_type: str, path: str) -> UnknownRopeTypeError:
         names = self.names()
@@ -208,72 +335,6 @@ class Registry:
             f"If a package provides it, install it (it registers in the {self._group!r} entry-point group)."
         )
         return UnknownRopeTypeError(path, rope_type, problem)
-
-    def _load(self, rope_type: str, claims: tuple[PluginInfo, ...]) -> LoadedScheme:
-        candidates = self._candidates(claims)
-        if self._manager.is_blocked(rope_type):
-            raise PluginBlockedError(rope_type, candidates[0].distribution, self._block_reason(candidates[0]))
-        if len(candidates) > 1:
-            raise DuplicateSchemeError(rope_type, candidates[0].distribution, _duplicate_text(rope_type, candidates))
-        info = candidates[0]
-        blocked = self._block_reason(info)
-        if blocked:
-            raise PluginBlockedError(rope_type, info.distribution, blocked)
-        local = self._local.get(rope_type)
-        plugin = local[0] if local is not None and local[1] == info else self._import(info)
-        scheme = self._call_hook(plugin, info)
-        self._check_names(scheme, info)
-        blocked_name = next((name for name in (scheme.name, *scheme.aliases) if self._manager.is_blocked(name)), None)
-        if blocked_name is not None:  # an alias must not get round a block on its scheme
-            raise PluginBlockedError(rope_type, info.distribution, f"rope_type {blocked_name!r}, which "
-                                     f"{rope_type!r} names, is blocked (ROPEKIT_BLOCK or Registry(block=...))")
-        return LoadedScheme(scheme, info)
-
-    def _import(self, info: PluginInfo) -> object:
-        module_name, _, attribute = info.target.partition(":")
-        try:
-            plugin: object = importlib.import_module(module_name)
-            for part in filter(None, attribute.split(".")):
-                plugin = getattr(plugin, part)
-        except DeclarationError as error:  # a Key or Scheme built at import time is malformed
-            raise SchemeDeclarationError(info.rope_type, info.distribution, str(error)) from error
-        except BaseException as error:  # any import-time failure (SystemExit included) is the plugin's
-            if isinstance(error, KeyboardInterrupt):
-                raise
-            raise PluginLoadError(
-                info.rope_type,
-                info.distribution,
-                f"importing {info.target!r} failed: {type(error).__name__}: {error}",
-            ) from error
-        return plugin
-
-    def _call_hook(self, plugin: object, info: PluginInfo) -> Scheme:
-        manager = self._manager
-        if not manager.is_registered(plugin):  # an alias may share its module with an imported name
-            try:
-                manager.register(plugin, name=info.rope_type)
-            except (ValueError, pluggy.PluginValidationError) as error:
-                if manager.is_registered(plugin):  # pluggy < 1.7 leaves a half-registered plugin
-                    manager.unregister(plugin)
-                raise PluginLoadError(info.rope_type, info.distribution, f"invalid hook: {error}") from error
-        impls = [impl for impl in manager.hook.ropekit_scheme.get_hookimpls() if impl.plugin is plugin]
-        if not impls:
-            raise PluginLoadError(info.rope_type, info.distribution, _missing_hook_text(manager, plugin, info))
-        try:
-            scheme = impls[0].function()
-        except DeclarationError as error:
-            raise SchemeDeclarationError(info.rope_type, info.distribution, str(error)) from error
-        except Exception as error:
-            raise PluginLoadError(
-                info.rope_type, info.distribution, f"{_HOOK}() raised {type(error).__name__}: {error}"
-            ) from error
-        if not isinstance(scheme, Scheme):
-            raise PluginLoadError(
-                info.rope_type,
-                info.distribution,
-                f"{_HOOK}() returned {type(scheme).__name__}, expected ropekit.Scheme",
-            )
-        return scheme
 
     def _check_names(self, scheme: Scheme, info: PluginInfo) -> None:
         """The entry point must be the scheme's name or an alias, and a scheme may claim only
@@ -306,6 +367,50 @@ class Registry:
             )
 
 
+class FamilyRegistry(_Host):
+    """Discovers model-family plugins (entry-point group ``ropekit.families``, named by model_type)
+    and serves their :class:`~ropekit.ModelFamily` declarations, with :class:`Registry`'s rules:
+    read from metadata once, imported when a config names the model_type, conflicts and broken
+    plugins reported naming the distribution, ``block``/``allow`` (and their environment
+    variables) by model_type or distribution. Get it as ``Registry().families``.
+    """
+
+    _hook = "ropekit_family"
+    _kind = "model_type"
+    _declares = ModelFamily
+
+    def __init__(
+        self,
+        *,
+        block: Iterable[str] = (),
+        allow: Iterable[str] | None = None,
+        read_env: bool = True,
+        group: str = FAMILY_GROUP,
+    ) -> None:
+        super().__init__(block=block, allow=allow, read_env=read_env, group=group)
+
+    def family(self, model_type: str) -> ModelFamily | None:
+        """The declaration for ``model_type``, or ``None`` when no installed plugin claims it.
+
+        Raises a :class:`~ropekit.PluginError` naming the distribution when the plugin claiming it is
+        blocked, conflicts with another, fails to import, or declares something else.
+        """
+        claims = self.claims().get(model_type)
+        if not claims:
+            return None
+        family: ModelFamily = self._cached(model_type, lambda: self._load(model_type, claims))
+        return family
+
+    def _load(self, model_type: str, claims: tuple[PluginInfo, ...]) -> ModelFamily:
+        declared, info = self._declaration(model_type, claims)
+        assert isinstance(declared, ModelFamily)
+        if declared.model_type != model_type:
+            raise SchemeMismatchError(model_type, info.distribution, f"entry point {model_type!r} returned a family "
+                                      f"declared for model_type {declared.model_type!r}; they must be equal",
+                                      kind=self._kind)
+        return declared
+
+
 def _duplicate_text(rope_type: str, claims: Iterable[PluginInfo]) -> str:
     claims = list(claims)
     owners = ", ".join(f"{c.distribution} {c.version} ({c.target})" for c in claims)
@@ -313,13 +418,13 @@ def _duplicate_text(rope_type: str, claims: Iterable[PluginInfo]) -> str:
             f"by distribution (ROPEKIT_BLOCK={claims[-1].distribution} or Registry(block=[...]))")
 
 
-def _missing_hook_text(manager: pluggy.PluginManager, plugin: object, info: PluginInfo) -> str:
+def _missing_hook_text(manager: pluggy.PluginManager, plugin: object, info: PluginInfo, hook: str) -> str:
     marked = [name for name in dir(plugin) if manager.parse_hookimpl_opts(plugin, name) is not None]
     if marked:
-        guess = _close_matches(_HOOK, marked, n=1)
-        hint = f"; did you mean {_HOOK!r} instead of {guess[0]!r}?" if guess else ""
-        return f"{info.target!r} defines hook(s) {marked} but no {_HOOK!r}{hint}"
-    return f"{info.target!r} has no @ropekit.hookimpl function named {_HOOK!r}"
+        guess = _close_matches(hook, marked, n=1)
+        hint = f"; did you mean {hook!r} instead of {guess[0]!r}?" if guess else ""
+        return f"{info.target!r} defines hook(s) {marked} but no {hook!r}{hint}"
+    return f"{info.target!r} has no @ropekit.hookimpl function named {hook!r}"
 
 
 _default: Registry | None = None

@@ -13,7 +13,9 @@ parametrizes every check per rope_type with ids ``<rope_type>-<check>``::
     from ropekit.testing import conformance_suite
     test_conformance = conformance_suite("ntk_alpha", expected_failures={"seq_len_thresholds": "why"})
 
-The same checks run from the shell: ``ropekit check-plugin NAME [--json]``.
+The same checks run from the shell: ``ropekit check-plugin NAME [--json]``. A model-family plugin
+(entry-point group ``ropekit.families``) is checked by :func:`check_family`, or
+``ropekit check-plugin --family MODEL_TYPE``.
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ from typing import Any
 import attrs
 import numpy as np
 
+from ..config.classes import class_facts
+from ..config.families import REMOTE_FAMILIES
 from ..config.parse import parse_config
 from ..contract.scheme import Example, Key, Scheme
-from ..errors import PluginError, RopeConfigError, RopekitError
+from ..errors import NoRopeError, PluginError, RopeConfigError, RopekitError
 from ..host.registry import Registry, default_registry
-from ..loader import load
+from ..loader import load, plugin_family
 from ..tables.table import RopeTable
 
 __all__ = [
@@ -41,6 +45,7 @@ __all__ = [
     "check_entry_point",
     "check_examples",
     "check_extreme_values",
+    "check_family",
     "check_minimal_configs",
     "check_no_mutation",
     "check_rejects_bad_input",
@@ -542,3 +547,48 @@ def conformance_suite(
             pytest.skip(str(reason))
 
     return test_conformance
+
+
+def check_family(model_type: str, *, registry: Registry | None = None) -> list[str]:
+    """Check the family plugin registered for ``model_type`` (group ``ropekit.families``): it is
+    found, unique and importable; its declaration is for ``model_type``, names only config keys
+    ropekit reads, and is for a model_type ropekit does not already know (else it would never be
+    used); each example loads to its table at rtol 2e-6, and a family declaring ``no_rope`` is
+    refused by name. Returns what was checked; raises ``AssertionError`` naming the family.
+    """
+    registry = registry or default_registry()
+    done: list[str] = []
+
+    def fail(problem: str) -> AssertionError:
+        return AssertionError(f"[family {model_type}] {problem}")
+
+    try:
+        family = plugin_family(registry, model_type)
+    except PluginError as error:
+        raise fail(str(error)) from None
+    if family is None:
+        raise fail(f"no installed distribution registers it in the {registry.families.group!r} entry-point group")
+    done.append("entry_point")
+    facts = class_facts(model_type)
+    if model_type in REMOTE_FAMILIES or (facts is not None and facts.kind != "unreadable"):
+        raise fail("ropekit already knows this model_type's code, so the declaration would never be used")
+    done.append("declaration")
+    if family.no_rope:
+        try:
+            load({"model_type": model_type, "head_dim": 8}, registry=registry)
+        except NoRopeError:
+            done.append("no_rope")
+        else:
+            raise fail("declares no_rope, yet a config of it loaded a table")
+    for example in family.examples:
+        if example.config.get("model_type") != model_type:
+            raise fail(f"example {example.name!r} states model_type {example.config.get('model_type')!r}")
+        try:
+            table = load(example.config, registry=registry)[example.layer_type]
+        except RopekitError as error:
+            raise fail(f"example {example.name!r} does not load: {error}") from None
+        expected = np.asarray(example.inv_freq, dtype=np.float64)
+        if table.inv_freq.shape != expected.shape or not np.allclose(table.inv_freq, expected, rtol=RTOL, atol=0):
+            raise fail(f"example {example.name!r}: inv_freq {table.inv_freq.tolist()} != expected {expected.tolist()}")
+        done.append(f"example:{example.name}")
+    return done

@@ -257,3 +257,13 @@ def test_a_byte_order_mark_is_dropped_once(tmp_path: Path) -> None:
     path.write_bytes(b"\xef\xbb\xbf\xef\xbb\xbf" + json.dumps(BASE).encode())  # a second one is not JSON
     with pytest.raises(ropekit.ConfigSourceError, match="not valid JSON"):
         ropekit.load(path)
+
+
+def test_proportional_refuses_a_factor_that_rotates_no_pair() -> None:
+    """Found by attack: a partial_rotary_factor rotating zero pairs served a table of zeros."""
+    config = {"head_dim": 8, "partial_rotary_factor": 0.1, "rope_parameters": {"rope_type": "proportional"}}
+    with pytest.raises(ropekit.RopeConfigError, match=r"rotates int\(0.1 \* head_dim 8 // 2\) = 0 pairs") as caught:
+        ropekit.load(config)
+    assert caught.value.path == "partial_rotary_factor"
+    one_pair = ropekit.load({**config, "partial_rotary_factor": 0.25}).table.inv_freq
+    assert one_pair.tolist() == [1.0, 0.0, 0.0, 0.0]

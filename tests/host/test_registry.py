@@ -223,6 +223,27 @@ def test_a_plugin_cannot_impersonate_a_builtin(make_dist: MakeDist, registry: Re
     assert registry.scheme("llama3").name == "llama3" and registry.owner("llama3").distribution == "ropekit"  # type: ignore[union-attr]
 
 
+def test_a_scheme_named_unlike_every_entry_point_of_its_distribution_is_refused_everywhere(
+    make_dist: MakeDist, registry: Registry
+) -> None:
+    """Found by attack: entry point 'foo' returning a scheme named 'bar' (aliases 'foo') was served by
+    ``table`` but refused by ``inspect``, which looks the table's canonical name up again."""
+    source = plugin_source("bar").replace('doc="test scheme"', 'doc="test scheme", aliases=("foo",)')
+    make_dist("ropekit-foo", {"foo": "foo_plugin"}, {"foo_plugin": source})
+    config = {"head_dim": 64, "rope_scaling": {"rope_type": "foo", "alpha": 2.0}}
+    with pytest.raises(ropekit.SchemeMismatchError, match="'bar', which ropekit-foo does not register") as caught:
+        ropekit.load(config, registry=registry)
+    assert caught.value.distribution == "ropekit-foo"
+
+
+def test_a_scheme_whose_names_are_all_registered_is_served_under_each(make_dist: MakeDist, registry: Registry) -> None:
+    source = plugin_source("bar").replace('doc="test scheme"', 'doc="test scheme", aliases=("foo",)')
+    make_dist("ropekit-foobar", {"foo": "foobar_plugin", "bar": "foobar_plugin"}, {"foobar_plugin": source})
+    for name in ("foo", "bar"):
+        table = ropekit.load({"head_dim": 8, "rope_scaling": {"rope_type": name, "alpha": 2.0}}, registry=registry).table
+        assert table.rope_type == "bar" and registry.scheme(table.rope_type).name == "bar"
+
+
 @pytest.mark.parametrize(
     ("replacement", "problem"),
     [

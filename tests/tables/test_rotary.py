@@ -338,3 +338,23 @@ def test_foreign_byte_order_and_positions_past_int64_are_refused() -> None:
     assert max_position(tiny) == 2**63 - 1
     with pytest.raises(ropekit.ArgumentError, match="positions must lie"):
         cos_sin(tiny, 1.0, np.array([2**63 + 7], dtype=np.uint64))
+
+
+def test_huge_ranges_are_argument_errors_not_overflows() -> None:
+    """Found by attack: ``cos_sin(range(2**70))`` raised OverflowError from ``len()``."""
+    table = ropekit.load({"head_dim": 8, "rope_theta": 1e4}).table
+    for positions in (range(2**70), range(0, 2**70, 2), range(-5, 2**70, 7), range(2**70, 2**71)):
+        with pytest.raises(ropekit.ArgumentError, match=r"positions must lie in \[0, 4294967295\]"):
+            table.cos_sin(positions)
+    cos, _ = table.cos_sin(range(10, 0, -1))
+    np.testing.assert_allclose(cos[:, 0], np.cos(np.arange(10, 0, -1)), atol=5e-7)
+
+
+def test_a_table_cannot_be_made_writeable() -> None:
+    """Found by attack: ``inv_freq.setflags(write=True)`` succeeded on a plain read-only array."""
+    model = ropekit.load({"head_dim": 8, "max_position_embeddings": 16,
+                          "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}})
+    for inv_freq in (model.table.inv_freq, model.table.at(64).inv_freq):
+        assert not inv_freq.flags.writeable
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            inv_freq.setflags(write=True)

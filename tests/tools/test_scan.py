@@ -24,6 +24,8 @@ PLAIN = {"model_type": "llama", "head_dim": 64, "rope_theta": 10000.0}
 UNKNOWN = {"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "warp_drive", "factor": 2.0}}
 NOPE = {"model_type": "smollm3", "head_dim": 64, "num_hidden_layers": 8, "no_rope_layer_interval": 4}
 MISSPELT = {"model_type": "llama", "head_dim": 64, "rope_scalling": {"rope_type": "llama3", "factor": 8.0}}
+STRANGER = {"model_type": "stranger_lm", "head_dim": 64, "rope_theta": 10000.0}
+GPT2 = {"model_type": "gpt2", "n_embd": 64, "n_head": 1}
 
 
 def _hub_model(cache: Path, org: str, name: str, revisions: dict[str, dict[str, Any]]) -> None:
@@ -55,6 +57,27 @@ def catalogue(tmp_path: Path) -> Path:
     (folders / "loop" / "again").symlink_to(folders)  # a directory symlink loop: never followed
     (folders / "empty").mkdir()
     return tmp_path
+
+
+def test_unknown_code_is_its_own_status_and_a_model_without_rope_is_refused(tmp_path: Path) -> None:
+    for name, config in (("stranger", STRANGER), ("gpt2", GPT2), ("plain", PLAIN)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(config))
+    rows = {os.path.basename(row.path): row for row in scan([str(tmp_path)])}
+    assert {name: row.status for name, row in rows.items()} == {
+        "stranger": "unknown_model", "gpt2": "refused", "plain": "ok"}
+    assert rows["stranger"].model_type == "stranger_lm"
+    assert "model_type 'stranger_lm' is not a class of transformers" in rows["stranger"].reason
+    assert "'gpt2' applies no RoPE: learned absolute position embeddings" in rows["gpt2"].reason
+    assert summarize(rows.values())["status"] == {"ok": 1, "refused": 1, "unknown_model": 1}
+    with pytest.warns(UserWarning, match="'stranger_lm' is unknown to ropekit"):
+        lenient = {os.path.basename(row.path): row.status for row in scan([str(tmp_path)], strict=False)}
+    assert lenient["stranger"] == "ok"
+    command = subprocess.run([sys.executable, "-m", "ropekit", "scan", str(tmp_path), "--json"],
+                             capture_output=True, text=True, check=False)
+    lines = [json.loads(line) for line in command.stdout.splitlines()]
+    assert command.returncode == 1
+    assert {line["status"] for line in lines if "status" in line} == {"unknown_model", "refused", "ok"}
 
 
 def _by_path(rows: list[Any], root: Path) -> dict[str, str]:
