@@ -430,20 +430,32 @@ def _theta(view: ConfigView, family: Family, layer_type: str, block: Mapping[str
 
 
 def _family_theta(view: ConfigView, family: Family, block: Mapping[str, Any], path: str) -> tuple[float, str]:
-    """GPT-J/CodeGen hard-code 10000; ChatGLM uses 10000 * rope_ratio. A theta key would be ignored
-    by their code, so it is refused rather than believed."""
-    stated = [(where, value) for where, value in [(_join(path, "rope_theta"), block.get("rope_theta"))]
-              + [(view.path(name), view.get(name)) for name in ("rope_theta", "rotary_emb_base")] if value is not None]
+    """GPT-J/CodeGen/Baichuan hard-code 10000; ChatGLM uses 10000 * rope_ratio. A theta key is
+    ignored by their code: one stating another base is refused rather than believed, one stating
+    that very base is ignored with a warning."""
     model_type = view.get("model_type")
-    if stated:
-        base = "10000 * rope_ratio" if model_type == "chatglm" else f"{family.fixed_theta:g}"
-        raise RopeConfigError(stated[0][0], f"{model_type}'s code ignores it (its base is {base}); remove it")
     if model_type == "chatglm":
+        base_text = "10000 * rope_ratio"
         if view.get("rope_ratio") is None or _chatglm_interpolates(view):
-            return DEFAULT_THETA, view.path("rope_ratio")
-        return DEFAULT_THETA * _rope_ratio(view), view.path("rope_ratio")
-    assert family.fixed_theta is not None
-    return family.fixed_theta, view.path("model_type")
+            base, where = DEFAULT_THETA, view.path("rope_ratio")
+        else:
+            base, where = DEFAULT_THETA * _rope_ratio(view), view.path("rope_ratio")
+    else:
+        assert family.fixed_theta is not None
+        base, where, base_text = family.fixed_theta, view.path("model_type"), f"{family.fixed_theta:g}"
+    stated = [(_join(path, "rope_theta"), block.get("rope_theta"))]
+    stated += [(view.path(name), view.get(name)) for name in ("rope_theta", "rotary_emb_base")
+               if not view.defaulted(name)]
+    for key_path, value in stated:
+        if value is None:
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and float(value) == base:
+            warnings.warn(f"{key_path}: {model_type}'s code ignores it; its value {value!r} is the base the code "
+                          f"uses ({base_text}), so it is ignored", UserWarning, stacklevel=5)
+            continue
+        raise RopeConfigError(key_path, f"{model_type}'s code ignores it (its base is {base_text} = {base:g}); "
+                              "remove it")
+    return base, where
 
 
 def _rope_ratio(view: ConfigView) -> float:

@@ -157,6 +157,8 @@ def test_baichuan_7b_rotates_with_its_hard_coded_base() -> None:
     with pytest.raises(ropekit.RopeConfigError, match="ignores it") as caught:
         ropekit.load({**config, "rope_theta": 5e5})
     assert caught.value.path == "rope_theta"
+    with pytest.warns(UserWarning, match="rope_theta: baichuan's code ignores it; its value 10000"):
+        ropekit.load({**config, "rope_theta": 10000})  # the very base the code uses: nothing to refuse
     baichuan2_7b = {**config, "architectures": ["BaichuanForCausalLM"]}  # shape 4096 x 32: the RoPE code
     np.testing.assert_allclose(ropekit.load(baichuan2_7b).table.inv_freq, _plain(1e4, 128), rtol=1e-15)
     other = {**baichuan2_7b, "hidden_size": 2048, "num_attention_heads": 16}
