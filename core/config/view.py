@@ -69,6 +69,14 @@ class ConfigView(Mapping[str, Any]):
         """The language config as stated, without class defaults (for screening and copies)."""
         return {name: self[name] for name in self if not self.defaulted(name)}
 
+    def get(self, name: str, default: Any = None) -> Any:
+        """``name``'s value, else ``default`` (no KeyError raised and caught: geometry asks often)."""
+        found = self._find(name)
+        return default if found is None else found[1]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._find(name) is not None
+
     def __getitem__(self, name: str) -> Any:
         found = self._find(name)
         if found is None:
