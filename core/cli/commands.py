@@ -349,3 +349,22 @@ def cmd_plot(args: argparse.Namespace) -> None:
 
     plot(_load(args), args.output)
     say(f"wrote {args.output}")
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from ..engines.probe import probe
+
+    report = probe(args.config, model_class=args.model_class, seq_lens=args.seq_lens)
+    if args.json:
+        print_json(report.to_json())
+    else:
+        say(f"{report.model_class} (transformers {report.transformers}): {report.verdict}")
+        for row in report.layers:
+            what = row["kind"]
+            if what == "rotates":
+                factor = row["attention_factor"]
+                what = (f"rotates {row['rotary_dim']} of {row['head_dim']} channels from {row['first_channel']}, "
+                        f"{row['layout']}, attention factor {'?' if factor is None else f'{factor:.6g}'}")
+            say(f"  layer {row['index']:>2} (seq_len {row['seq_len']}): {what}: {row['verdict']}"
+                + (f" ({row['reason']})" if row.get("reason") else ""))
+    return 0 if report.verdict == "match" else EXIT_CHECKS_FAILED

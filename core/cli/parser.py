@@ -17,6 +17,7 @@ from .commands import (
     cmd_inspect,
     cmd_list,
     cmd_plot,
+    cmd_probe,
     cmd_scan,
     cmd_table,
 )
@@ -96,7 +97,7 @@ def _supports(text: str) -> tuple[str, ...]:
     return names
 
 
-COMMANDS = ("table", "gap", "inspect", "audit", "plot", "export", "scan", "list", "check-plugin")
+COMMANDS = ("table", "gap", "inspect", "audit", "plot", "export", "scan", "list", "check-plugin", "probe")
 
 
 class _Unused:
@@ -235,6 +236,23 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                        help="NAME is a model_type: check the family plugin registered for it (group ropekit.families)")
     check.add_argument("--json", action="store_true", help="machine-readable output")
     check.set_defaults(handler=cmd_check_plugin)
+
+    prober = commands.add_parser(
+        "probe", help="Run the model class's own code and check that ropekit serves what it applies (needs "
+        "ropekit[reference]).",
+        description="Build a tiny random model of the config's transformers class, observe what each layer's "
+        "forward applies as RoPE (which channels rotate, their pairing, each frequency, the magnitude), at near "
+        "and far positions on both sides of every seq-len switch, and compare it with ropekit's table. Needs "
+        "torch and transformers (ropekit[reference]). Exit 0 every layer matches, 1 one differs, 2 invalid input "
+        "or the extra is missing.",
+    )
+    prober.add_argument("config", metavar="CONFIG", help="a config.json, or a model directory holding one")
+    prober.add_argument("--class", dest="model_class", metavar="NAME",
+                        help="the transformers model class to build (default: AutoModel for the config's model_type)")
+    prober.add_argument("--seq-len", dest="seq_lens", type=_positive, action="append", default=[], metavar="N",
+                        help="probe at sequence length N (repeatable; default: both sides of every switch, and far)")
+    prober.add_argument("--json", action="store_true", help="machine-readable output")
+    prober.set_defaults(handler=cmd_probe)
     return parser
 
 

@@ -85,8 +85,10 @@ FAMILIES: Mapping[str, Family] = {
     "kimi_k2": Family(layout="gptj"),
     # Baichuan-7B's code hard-codes base 10000 (the 13B checkpoints use ALiBi: config.remote decides)
     "baichuan": Family(fixed_theta=10000.0),
-    # only sliding layers rotate (modeling_cohere2.py: full_attention layers are NoPE)
-    "cohere2": Family(no_rope_layer_types=frozenset({"full_attention"})),
+    # interleaved pairs (modeling_cohere.py rotate_half over x[..., ::2] / x[..., 1::2], cos/sin
+    # repeat_interleave'd; observed by `ropekit probe`); Cohere-2's full_attention layers are NoPE
+    "cohere": Family(layout="gptj"),
+    "cohere2": Family(layout="gptj", no_rope_layer_types=frozenset({"full_attention"})),
     # no RoPE anywhere
     "bloom": Family(no_rope="Bloom uses ALiBi, not RoPE"),
     "mpt": Family(no_rope="MPT uses ALiBi or learned positions, not RoPE"),

@@ -1,0 +1,452 @@
+"""Observe what a transformers model class's own forward applies as RoPE, and compare it with the
+tables ropekit serves for the same config.
+
+Nothing of the model's rope code is read or called by the probe. It builds a tiny random model of
+the class (only what cannot affect RoPE is shrunk: vocabulary, MLP and expert widths, the number of
+heads where the class takes ``head_dim`` on its own, the number of layers beyond the first eight),
+feeds the same input vector at every position, so that every layer's query and key are the same
+vector before rotation, and captures them where they enter attention (a function registered in
+transformers' attention interface). From the captured states it recovers, per layer: whether the
+layer attends at all, which channels rotate, how they pair (rotate-half or interleaved), each
+pair's frequency and the magnitude factor; the magnitude is measured against a second pass in which
+the rotary module's output is replaced by the identity rotation. The recovered rotation is checked
+to reproduce the captured states, at near and far positions and on both sides of every sequence-length
+switch the config declares.
+
+Needs the ``reference`` extra (torch and the pinned transformers); the core never imports it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from ..errors import ArgumentError, MissingDependencyError, RopekitError
+
+__all__ = ["LayerObservation", "ProbeReport", "compare", "observe", "probe"]
+
+_SHRINK = {"vocab_size": 32, "padded_vocab_size": 32, "intermediate_size": 16, "moe_intermediate_size": 16,
+           "shared_expert_intermediate_size": 16, "ffn_hidden_size": 16, "q_lora_rank": 16, "kv_lora_rank": 16,
+           "n_routed_experts": 2, "num_experts": 2, "num_local_experts": 2, "num_experts_per_tok": 1,
+           "n_shared_experts": 1}
+"""Widths that cannot change a rotation, set small so a probe model fits anywhere."""
+MAX_LAYERS = 8
+FAR = 1 << 22
+"""The farthest position probed where the table does not depend on the sequence length: float32
+states resolve a pair's angle to about 1e-7 rad, so a frequency to ``1e-7 / position``."""
+_FLOAT32_FLOOR = 5e-7
+"""Angle resolution of float32 query states (radians): a frequency is known to this over the farthest position."""
+PROBE_ATTENTION = "ropekit_probe"
+RTOL = 2e-6
+
+
+@attrs.frozen
+class LayerObservation:
+    """What one decoder layer's forward applied, as observed.
+
+    ``kind``: ``rotates``, ``no_rotation`` (attends, nothing rotates) or ``no_attention`` (the
+    layer never called attention). For a rotating layer: ``layout`` (``neox`` or ``gptj``),
+    ``first_channel`` and ``rotary_dim`` (the rotated block), ``head_dim``, ``inv_freq`` (one per
+    pair) and ``attention_factor`` (``None`` where it could not be measured). ``residual`` is how
+    far the recovered rotation is from the captured states (relative), per regime probed.
+    """
+
+    index: int
+    kind: str
+    head_dim: int = 0
+    layout: str = ""
+    first_channel: int = 0
+    rotary_dim: int = 0
+    inv_freq: tuple[float, ...] = ()
+    attention_factor: float | None = None
+    residual: float = 0.0
+    seq_len: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        document: dict[str, Any] = {"index": self.index, "kind": self.kind, "seq_len": self.seq_len}
+        if self.kind == "rotates":
+            document.update(head_dim=self.head_dim, layout=self.layout, first_channel=self.first_channel,
+                            rotary_dim=self.rotary_dim, inv_freq=list(self.inv_freq),
+                            attention_factor=self.attention_factor, residual=self.residual)
+        return document
+
+
+@attrs.frozen
+class ProbeReport:
+    """Per layer and regime, what the class applies against what ropekit serves; ``verdict`` is
+    ``match`` when every layer agrees, else ``differs`` (each layer says how)."""
+
+    model_class: str
+    transformers: str
+    layers: tuple[dict[str, Any], ...]
+    verdict: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"class": self.model_class, "transformers": self.transformers, "verdict": self.verdict,
+                "layers": list(self.layers)}
+
+
+def _imports() -> tuple[Any, Any]:
+    try:
+        import torch
+        import transformers
+    except ImportError as error:
+        raise MissingDependencyError(
+            f"ropekit probe runs the model's own code and needs torch and transformers ({error.name} is missing): "
+            "pip install 'ropekit[reference]' (install the CPU build of torch first: pip install torch==2.13.0)"
+        ) from None
+    return torch, transformers
+
+
+def _capture(store: list[tuple[Any, Any, Any]]) -> Any:
+    def attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, **kwargs: Any) -> Any:
+        import torch
+
+        store.append((module, query.detach().clone(), key.detach().clone()))
+        batch, heads, length = query.shape[0], query.shape[1], query.shape[2]
+        output = torch.zeros(batch, length, heads, value.shape[-1], dtype=value.dtype)
+        return output, None
+
+    return attention
+
+
+def _text_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    text = config.get("text_config")
+    if isinstance(text, Mapping) and text.get("model_type"):
+        return dict(text)
+    return dict(config)
+
+
+def _shrunk(transformers: Any, raw: Mapping[str, Any]) -> Any:
+    """The transformers config of ``raw`` with what cannot affect RoPE made small."""
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str):
+        raise ArgumentError("config", f"the probe needs a model_type to choose the model class, got {model_type!r}")
+    if model_type not in transformers.models.auto.configuration_auto.CONFIG_MAPPING_NAMES:
+        raise ArgumentError("config", f"model_type {model_type!r} is not a class of transformers "
+                            f"{transformers.__version__}: the probe runs transformers' own classes (remote-code "
+                            "families are checked against numpy ports of their code: scripts/family_reference.py)")
+    values = {key: copy.deepcopy(value) for key, value in raw.items()  # transformers edits rope dicts in place
+              if key not in ("architectures", "auto_map", "torch_dtype", "model_type", "transformers_version")}
+    full = transformers.AutoConfig.for_model(model_type, **values)
+    for key, small in _SHRINK.items():
+        current = getattr(full, key, None)
+        if isinstance(current, int) and not isinstance(current, bool) and current > small:
+            setattr(full, key, small)
+    for key in ("num_experts_per_tok", "n_group", "topk_group"):  # routing a trimmed config left unset
+        if hasattr(full, key) and getattr(full, key) is None:
+            setattr(full, key, 1)
+    if isinstance(getattr(full, "first_k_dense_replace", None), int):
+        full.first_k_dense_replace = MAX_LAYERS  # dense MLPs: routing cannot touch a rotation
+    vocab = getattr(full, "vocab_size", None)
+    for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
+        value = getattr(full, key, None)
+        if isinstance(vocab, int) and (isinstance(value, list) or (isinstance(value, int) and value >= vocab)):
+            setattr(full, key, 0)
+    layers = getattr(full, "num_hidden_layers", None)
+    if isinstance(layers, int) and layers > MAX_LAYERS:
+        full.num_hidden_layers = MAX_LAYERS
+        for key in ("layer_types", "no_rope_layers"):
+            listed = getattr(full, key, None)
+            if isinstance(listed, list) and len(listed) > MAX_LAYERS:
+                setattr(full, key, listed[:MAX_LAYERS])
+    head_dim = getattr(full, "head_dim", None)
+    heads = getattr(full, "num_attention_heads", None)
+    fields = getattr(type(full), "__dataclass_fields__", {})
+    if isinstance(head_dim, int) and isinstance(heads, int) and heads > 2 and "head_dim" in fields:
+        full.num_attention_heads = 2
+        if isinstance(getattr(full, "num_key_value_heads", None), int):
+            full.num_key_value_heads = 1
+    full._attn_implementation = PROBE_ATTENTION
+    return full
+
+
+@contextlib.contextmanager
+def _identity_rotation(model: Any, torch: Any) -> Iterator[int]:
+    """Replace every rotary module's output by the identity rotation (cos 1, sin 0; a complex 1):
+    the states captured then are the ones before rotation. Yields how many modules were replaced."""
+    patched = []
+    for module in model.modules():
+        if type(module).__name__.endswith("RotaryEmbedding"):
+            original = module.forward
+
+            def identity(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+                result = _original(*args, **kwargs)
+                if isinstance(result, tuple):
+                    cos, sin = result[0], result[1]
+                    return (torch.ones_like(cos), torch.zeros_like(sin), *result[2:])
+                return torch.ones_like(result)
+
+            module.forward = identity
+            patched.append((module, original))
+    try:
+        yield len(patched)
+    finally:
+        for module, original in patched:
+            module.forward = original
+
+
+def _positions(seq_len: int) -> list[int]:
+    near = [0, 1, 2, 3, 5, 8]
+    far = [1 << k for k in range(4, 40) if (1 << k) < seq_len - 1]
+    return sorted({*near, *far, seq_len - 1})
+
+
+def _run(model: Any, torch: Any, hidden: int, positions: Sequence[int], seed: int) -> list[tuple[Any, Any, Any]]:
+    store: list[tuple[Any, Any, Any]] = []
+    generator = torch.Generator().manual_seed(seed)
+    vector = torch.randn(hidden, generator=generator, dtype=torch.float32)
+    embeds = vector.expand(1, len(positions), hidden).contiguous()
+    position_ids = torch.tensor([list(positions)], dtype=torch.long)
+    with torch.no_grad():
+        model(inputs_embeds=embeds, position_ids=position_ids, use_cache=False)
+    return store
+
+
+def observe(config: Mapping[str, Any], *, seq_lens: Sequence[int] = (), model_class: str | None = None,
+            seed: int = 0) -> tuple[str, str, list[LayerObservation]]:
+    """Build a tiny random model of the config's class and observe every layer's rotation at each
+    of ``seq_lens`` (the largest position is ``seq_len - 1``; default: 4096 and the config's own
+    ``max_position_embeddings`` if smaller). Returns ``(class name, transformers version, layers)``."""
+    torch, transformers = _imports()
+    raw = _text_config(config)
+    transformers.AttentionInterface.register(PROBE_ATTENTION, _capture(_CAPTURED))
+    shrunk = _shrunk(transformers, raw)
+    torch.manual_seed(seed)
+    with _quiet(transformers):
+        if model_class is not None:
+            cls = getattr(transformers, model_class)
+            model = cls(shrunk)
+        else:
+            model = transformers.AutoModel.from_config(shrunk)
+    model = model.float().eval()
+    hidden = int(shrunk.hidden_size)
+    chosen = list(seq_lens) or [FAR + 1]
+    observations: list[LayerObservation] = []
+    for wanted in chosen:
+        seq_len = wanted
+        positions = _positions(seq_len)
+        _CAPTURED.clear()
+        try:
+            _run(model, torch, hidden, positions, seed)
+        except (IndexError, RuntimeError):  # a cache built for max_position_embeddings rows: probe within it
+            seq_len = min(wanted, int(getattr(shrunk, "max_position_embeddings", 0) or 2048))
+            positions = _positions(seq_len)
+            _CAPTURED.clear()
+            _run(model, torch, hidden, positions, seed)
+        rotated = list(_CAPTURED)
+        _CAPTURED.clear()
+        with _identity_rotation(model, torch) as replaced:
+            _run(model, torch, hidden, positions, seed)
+        plain = list(_CAPTURED) if replaced else []
+        _CAPTURED.clear()
+        observations += _recover(model, rotated, plain, positions, seq_len)
+    return type(model).__name__, transformers.__version__, observations
+
+
+_CAPTURED: list[tuple[Any, Any, Any]] = []
+
+
+@contextlib.contextmanager
+def _quiet(transformers: Any) -> Iterator[None]:
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    previous = os.environ.get("TRANSFORMERS_VERBOSITY")
+    try:
+        yield
+    finally:
+        transformers.logging.set_verbosity(verbosity)
+        if previous is not None:
+            os.environ["TRANSFORMERS_VERBOSITY"] = previous
+
+
+def _layer_modules(model: Any) -> list[Any]:
+    """The decoder layers in order (the longest ModuleList of the model)."""
+    import torch
+
+    lists: list[Any] = [module for module in model.modules() if isinstance(module, torch.nn.ModuleList)]
+    longest: list[Any] = list(max(lists, key=len)) if lists else []
+    return longest
+
+
+def _recover(model: Any, rotated: list[tuple[Any, Any, Any]], plain: list[tuple[Any, Any, Any]],
+             positions: Sequence[int], seq_len: int) -> list[LayerObservation]:
+    layers = _layer_modules(model)
+    owner = {}
+    for index, layer in enumerate(layers):
+        for module in layer.modules():
+            owner[id(module)] = index
+    by_layer: dict[int, tuple[Any, Any]] = {}
+    for number, (module, query, _key) in enumerate(rotated):
+        index = owner.get(id(module), number)
+        pre = plain[number][1] if number < len(plain) else None
+        by_layer.setdefault(index, (query, pre))
+    observations = []
+    for index in range(len(layers)):
+        if index not in by_layer:
+            observations.append(LayerObservation(index, "no_attention", seq_len=seq_len))
+            continue
+        query, pre = by_layer[index]
+        states = query[0, 0].double().numpy()  # (positions, head_dim): head 0
+        before = pre[0, 0, 0].double().numpy() if pre is not None else None
+        observations.append(_rotation(index, states, before, positions, seq_len))
+    return observations
+
+
+def _rotation(index: int, states: np.ndarray[Any, Any], before: np.ndarray[Any, Any] | None,
+              positions: Sequence[int], seq_len: int) -> LayerObservation:
+    head_dim = states.shape[1]
+    at_zero = states[0]
+    moving = np.max(np.abs(states - at_zero), axis=0) > 1e-5 * (np.max(np.abs(states)) + 1e-30)
+    channels = np.flatnonzero(moving)
+    if channels.size == 0:
+        return LayerObservation(index, "no_rotation", head_dim=head_dim, seq_len=seq_len)
+    first, last = int(channels[0]), int(channels[-1])
+    width = last - first + 1
+    if width % 2:
+        width += 1
+    best: LayerObservation | None = None
+    for layout in ("neox", "gptj"):
+        found = _fit(index, states, before, positions, first, width, layout, head_dim, seq_len)
+        if found is not None and (best is None or found.residual < best.residual):
+            best = found
+    if best is None:
+        return LayerObservation(index, "unrecognised", head_dim=head_dim, first_channel=first, rotary_dim=width,
+                                seq_len=seq_len)
+    return best
+
+
+def _pairs(first: int, width: int, layout: str) -> list[tuple[int, int]]:
+    half = width // 2
+    if layout == "neox":
+        return [(first + i, first + half + i) for i in range(half)]
+    return [(first + 2 * i, first + 2 * i + 1) for i in range(half)]
+
+
+def _fit(index: int, states: np.ndarray[Any, Any], before: np.ndarray[Any, Any] | None, positions: Sequence[int],
+         first: int, width: int, layout: str, head_dim: int, seq_len: int) -> LayerObservation | None:
+    if first + width > head_dim:
+        return None
+    pairs = _pairs(first, width, layout)
+    complex_states = np.array([states[:, a] + 1j * states[:, b] for a, b in pairs]).T  # (positions, pairs)
+    origin = complex_states[0]
+    if np.any(np.abs(origin) == 0):
+        return None
+    ratio = complex_states / origin
+    if np.max(np.abs(np.abs(ratio) - 1.0)) > 1e-4:  # a rotation keeps each pair's length
+        return None
+    angles = np.angle(ratio)
+    freqs = np.zeros(len(pairs))
+    for column in range(len(pairs)):
+        estimate = None
+        for row, position in enumerate(positions):
+            if position == 0:
+                continue
+            angle = angles[row, column]
+            if estimate is None:
+                estimate = angle / position
+                continue
+            turns = round((estimate * position - angle) / (2 * math.pi))
+            refined = (angle + 2 * math.pi * turns) / position
+            if abs(refined * position - estimate * position) < 1.0:
+                estimate = refined
+        freqs[column] = estimate or 0.0
+    if np.any(freqs < 0):  # a pair turning the other way is not a rotation ropekit's layouts express
+        return None
+    predicted = origin[None, :] * np.exp(1j * np.outer(np.asarray(positions, dtype=np.float64), freqs))
+    residual = float(np.max(np.abs(predicted - complex_states)) / np.max(np.abs(origin)))
+    factor: float | None = None
+    if before is not None:
+        rotated_before = np.array([before[a] + 1j * before[b] for a, b in pairs])
+        nonzero = np.abs(rotated_before) > 1e-12
+        if nonzero.any():
+            factor = float(np.median(np.abs(origin[nonzero]) / np.abs(rotated_before[nonzero])))
+    return LayerObservation(index, "rotates", head_dim=head_dim, layout=layout, first_channel=first,
+                            rotary_dim=width, inv_freq=tuple(float(f) for f in freqs), attention_factor=factor,
+                            residual=residual, seq_len=seq_len)
+
+
+def compare(observations: Sequence[LayerObservation], config: Mapping[str, Any] | Any, *,
+            strict: bool = True) -> tuple[list[dict[str, Any]], str]:
+    """Each observation against the table ropekit serves for that layer (at the same seq_len):
+    ``(rows, verdict)``. A refusal by ropekit is reported with its reason."""
+    from ..errors import RopeConfigError
+    from ..loader import load
+
+    try:
+        model = load(config, strict=strict)
+    except RopeConfigError as error:
+        rows = [{**seen.to_json(), "ropekit": "refused", "reason": str(error),
+                 "verdict": "refused" if seen.kind != "rotates" else "differs"} for seen in observations]
+        rotating = any(seen.kind == "rotates" for seen in observations)
+        return rows, "differs" if rotating else "match"
+    mla = _text_config(config).get("qk_rope_head_dim") is not None if isinstance(config, Mapping) else False
+    rows = []
+    for seen in observations:
+        row = seen.to_json()
+        table = model.for_layer(seen.index) if model.layer_types else model.table if model.tables else None
+        if table is not None and table.seq_len_dependent and seen.seq_len:
+            table = table.at(seen.seq_len)
+        row["verdict"], row["reason"] = _judge(seen, table, mla=mla)
+        rows.append(row)
+    verdict = "match" if all(row["verdict"] == "match" for row in rows) else "differs"
+    return rows, verdict
+
+
+def _judge(seen: LayerObservation, table: Any, *, mla: bool = False) -> tuple[str, str]:
+    """Whether ``seen`` is what ``table`` serves. For MLA (``qk_rope_head_dim``) the table is the
+    rotated sub-head, which the class appends after the unrotated one: the block starts there."""
+    if seen.kind != "rotates":
+        return ("match", "") if table is None else ("differs", f"the code applies {seen.kind}; ropekit serves a table")
+    if table is None:
+        return "differs", "the code rotates; ropekit serves no table for this layer"
+    served = np.asarray(table.inv_freq, dtype=np.float64)
+    observed = np.asarray(seen.inv_freq)
+    width = 2 * int(np.count_nonzero(served)) if table.head_dim // 2 == len(served) else table.rotary_dim
+    problems = []
+    if seen.layout != table.layout:
+        problems.append(f"layout {seen.layout} (ropekit {table.layout})")
+    first = seen.head_dim - seen.rotary_dim if mla else 0
+    if seen.first_channel != first:
+        problems.append(f"the rotated block starts at channel {seen.first_channel} (ropekit: {first})")
+    if seen.rotary_dim != width:
+        problems.append(f"rotary_dim {seen.rotary_dim} (ropekit {width})")
+    elif observed.shape == served[served > 0].shape:
+        expected = served[served > 0]
+        rel = np.abs(observed - expected) / expected
+        floor = np.maximum(RTOL, _FLOAT32_FLOOR / (max(seen.seq_len - 1, 1) * expected))
+        if np.any(rel > floor):
+            worst = int(np.argmax(rel / floor))
+            problems.append(f"inv_freq differs by up to {float(rel.max()):.2e} relative (pair {worst}: "
+                            f"{observed[worst]:.9g} against {expected[worst]:.9g})")
+    if seen.attention_factor is not None and abs(seen.attention_factor - table.attention_factor) > 1e-5 * max(
+            1.0, table.attention_factor):
+        problems.append(f"attention factor {seen.attention_factor:.7g} (ropekit {table.attention_factor:.7g})")
+    return ("differs", "; ".join(problems)) if problems else ("match", "")
+
+
+def probe(config: Mapping[str, Any] | str | os.PathLike[str], *, model_class: str | None = None,
+          seq_lens: Sequence[int] = ()) -> ProbeReport:
+    """Observe the config's class and compare every layer with ropekit's table (see the module docs)."""
+    from ..config.source import read_config
+    from ..loader import load
+
+    mapping, _origin = read_config(config)
+    lengths = list(seq_lens)
+    if not lengths:
+        switches: list[int] = []
+        with contextlib.suppress(RopekitError):
+            served = load(mapping)
+            switches = sorted({table.switch_at for table in served.tables.values()
+                               if table.seq_len_dependent and table.switch_at})
+        lengths = [*switches, FAR + 1]  # both sides of every switch; the far side as far as float32 resolves
+    name, version, observations = observe(mapping, seq_lens=lengths, model_class=model_class)
+    rows, verdict = compare(observations, mapping)
+    return ProbeReport(name, version, tuple(rows), verdict)
