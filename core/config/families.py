@@ -89,6 +89,25 @@ FAMILIES: Mapping[str, Family] = {
     # repeat_interleave'd; observed by `ropekit probe`); Cohere-2's full_attention layers are NoPE
     "cohere": Family(layout="gptj"),
     "cohere2": Family(layout="gptj", no_rope_layer_types=frozenset({"full_attention"})),
+    # Observed by `ropekit probe` over every class (scripts/probe_sweep.py, tests/data/probe/sweep.json):
+    # interleaved pairs (rotate_half over x[..., 0::2] / x[..., 1::2])
+    "ernie4_5": Family(layout="gptj"),
+    "ernie4_5_moe": Family(layout="gptj"),
+    "ernie4_5_vl_moe_text": Family(layout="gptj"),
+    "glm_ocr_text": Family(layout="gptj"),
+    "helium": Family(layout="gptj"),
+    "blt_global_transformer": Family(layout="gptj"),
+    "blt_patcher": Family(layout="gptj"),
+    "openai_privacy_filter": Family(layout="gptj"),
+    # ... full_attention layers that apply no rotation (only sliding layers rotate)
+    "afmoe": Family(no_rope_layer_types=frozenset({"full_attention"})),
+    "exaone4": Family(no_rope_layer_types=frozenset({"full_attention"})),
+    "exaone_moe": Family(no_rope_layer_types=frozenset({"full_attention"})),
+    "kolibri1": Family(no_rope_layer_types=frozenset({"full_attention"})),
+    "flint": Family(no_rope_layer_types=frozenset({"full_attention"})),
+    "cohere2_moe": Family(layout="gptj", no_rope_layer_types=frozenset({"full_attention"})),
+    # ... and no layer that rotates at all
+    "inkling2_text": Family(no_rope_layer_types=frozenset({"hybrid", "hybrid_sliding"})),
     # no RoPE anywhere
     "bloom": Family(no_rope="Bloom uses ALiBi, not RoPE"),
     "mpt": Family(no_rope="MPT uses ALiBi or learned positions, not RoPE"),

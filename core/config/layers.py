@@ -66,6 +66,8 @@ def _derived(view: ConfigView, family: Family, layers: int | None, per_type: boo
                        ("full_attn_idxs", _from_indices), ("attn_layer_indices", _from_indices)):
         if view.get(key) is not None:
             return build(view, key, layers)
+    if view.get("model_type") == "bamba":  # configuration_bamba.py: no attn_layer_indices, every layer is mamba
+        return ("mamba",) * layers
     if view.get("model_type") == "qwen3_next":  # configuration_qwen3_next.py: interval 4 by default
         return tuple("linear_attention" if (i + 1) % 4 else "full_attention" for i in range(layers))
     pattern_key = "sliding_window_pattern"
@@ -76,8 +78,8 @@ def _derived(view: ConfigView, family: Family, layers: int | None, per_type: boo
     gemma_default = isinstance(model_type, str) and model_type.startswith("gemma") and model_type in CLASS_LOCAL_THETA
     if pattern is None and ("rope_local_base_freq" in view or gemma_default):
         pattern = 6  # Gemma-3's default
-    if pattern is None and family.no_rope_layer_types:
-        pattern = 4  # Cohere-2's default
+    if pattern is None and model_type == "cohere2":
+        pattern = 4  # Cohere-2's default (other classes state theirs, or carry it as a class default)
     if pattern is not None:
         if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern <= 0:
             raise RopeConfigError(view.path(pattern_key), f"expected a positive integer, got {pattern!r}")

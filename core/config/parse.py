@@ -565,7 +565,7 @@ def _raw_head_dim(view: ConfigView, layer_type: str) -> tuple[int, str]:
         return required_int(view, "global_head_dim"), view.path("global_head_dim")
     if view.get("head_dim") is not None:
         return required_int(view, "head_dim"), view.path("head_dim")
-    if view.get("kv_channels") is not None and view.get("model_type") in ("chatglm", "qwen"):
+    if view.get("kv_channels") is not None and view.get("model_type") in ("chatglm", "qwen", "jetmoe"):
         return required_int(view, "kv_channels"), view.path("kv_channels")  # their rotary is over kv_channels
     hidden = positive_int(view, "hidden_size")
     heads = positive_int(view, "num_attention_heads")

@@ -105,6 +105,44 @@ def _imports() -> tuple[Any, Any]:
     return torch, transformers
 
 
+def _build(transformers: Any, torch: Any, raw: Mapping[str, Any], model_class: str | None, seed: int, *,
+           shrink_heads: bool) -> tuple[Any, Any]:
+    """The shrunk config and a float32 model of its class (``AutoModel``, else ``AutoModelForCausalLM``)."""
+    shrunk = _shrunk(transformers, raw, shrink_heads=shrink_heads)
+    torch.manual_seed(seed)
+    with _quiet(transformers):
+        if model_class is not None:
+            model = getattr(transformers, model_class)(shrunk)
+        else:
+            try:
+                model = transformers.AutoModel.from_config(shrunk)
+            except ValueError:  # no base-model class registered: the causal-LM one, else the class built on it
+                try:
+                    model = transformers.AutoModelForCausalLM.from_config(shrunk)
+                except ValueError:
+                    model = _class_for(transformers, type(shrunk))(shrunk)
+    return shrunk, model.float().eval()
+
+
+def _class_for(transformers: Any, config_class: type) -> Any:
+    """The model class of ``config_class``'s own modeling module (a sub-model's text decoder, say):
+    the one declaring it as its ``config_class``, a base model before a head."""
+    import importlib
+    import inspect
+
+    package = config_class.__module__.rsplit(".", 1)[0]
+    found = []
+    for name in ("modeling_" + package.rsplit(".", 1)[1],):
+        with contextlib.suppress(ImportError):
+            module = importlib.import_module(f"{package}.{name}")
+            found += [member for _, member in inspect.getmembers(module, inspect.isclass)
+                      if getattr(member, "config_class", None) is config_class and member.__module__ == module.__name__]
+    if not found:
+        raise ValueError(f"no model class of {package} is built on {config_class.__name__}")
+    heads = ("ForCausalLM", "ForConditionalGeneration", "LMHeadModel")
+    return sorted(found, key=lambda member: (member.__name__.endswith(heads), len(member.__name__)))[0]
+
+
 def _capture(store: list[tuple[Any, Any, Any]]) -> Any:
     def attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, **kwargs: Any) -> Any:
         import torch
@@ -124,7 +162,7 @@ def _text_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return dict(config)
 
 
-def _shrunk(transformers: Any, raw: Mapping[str, Any]) -> Any:
+def _shrunk(transformers: Any, raw: Mapping[str, Any], *, shrink_heads: bool = True) -> Any:
     """The transformers config of ``raw`` with what cannot affect RoPE made small."""
     model_type = raw.get("model_type")
     if not isinstance(model_type, str):
@@ -159,9 +197,14 @@ def _shrunk(transformers: Any, raw: Mapping[str, Any]) -> Any:
                 setattr(full, key, listed[:MAX_LAYERS])
     head_dim = getattr(full, "head_dim", None)
     heads = getattr(full, "num_attention_heads", None)
-    fields = getattr(type(full), "__dataclass_fields__", {})
-    if isinstance(head_dim, int) and isinstance(heads, int) and heads > 2 and "head_dim" in fields:
+    hidden = getattr(full, "hidden_size", None)
+    if not isinstance(head_dim, int) and isinstance(hidden, int) and isinstance(heads, int) and heads:
+        head_dim = hidden // heads if hidden % heads == 0 else None
+    if shrink_heads and isinstance(head_dim, int) and isinstance(heads, int) and heads > 2:
+        # two heads of the same head_dim, in a residual stream of their width: hidden_size // heads is
+        # head_dim again, so a class deriving it either way builds the same head
         full.num_attention_heads = 2
+        full.hidden_size = 2 * head_dim
         if isinstance(getattr(full, "num_key_value_heads", None), int):
             full.num_key_value_heads = 1
     full._attn_implementation = PROBE_ATTENTION
@@ -218,15 +261,12 @@ def observe(config: Mapping[str, Any], *, seq_lens: Sequence[int] = (), model_cl
     torch, transformers = _imports()
     raw = _text_config(config)
     transformers.AttentionInterface.register(PROBE_ATTENTION, _capture(_CAPTURED))
-    shrunk = _shrunk(transformers, raw)
-    torch.manual_seed(seed)
-    with _quiet(transformers):
-        if model_class is not None:
-            cls = getattr(transformers, model_class)
-            model = cls(shrunk)
-        else:
-            model = transformers.AutoModel.from_config(shrunk)
-    model = model.float().eval()
+    try:
+        shrunk, model = _build(transformers, torch, raw, model_class, seed, shrink_heads=True)
+        _run(model, torch, int(shrunk.hidden_size), [0, 1], seed)
+    except Exception:
+        shrunk, model = _build(transformers, torch, raw, model_class, seed, shrink_heads=False)
+    _CAPTURED.clear()
     hidden = int(shrunk.hidden_size)
     chosen = list(seq_lens) or [FAR + 1]
     observations: list[LayerObservation] = []
@@ -243,6 +283,9 @@ def observe(config: Mapping[str, Any], *, seq_lens: Sequence[int] = (), model_cl
             _run(model, torch, hidden, positions, seed)
         rotated = list(_CAPTURED)
         _CAPTURED.clear()
+        if not rotated and any("Attention" in type(module).__name__ for module in model.modules()):
+            raise RopekitError(f"{type(model).__name__} never called transformers' attention interface, so the probe "
+                               "cannot observe what its attention rotates (its attention is its own code)")
         with _identity_rotation(model, torch) as replaced:
             _run(model, torch, hidden, positions, seed)
         plain = list(_CAPTURED) if replaced else []
@@ -391,6 +434,11 @@ def compare(observations: Sequence[LayerObservation], config: Mapping[str, Any] 
     rows = []
     for seen in observations:
         row = seen.to_json()
+        if model.layer_types and seen.index >= len(model.layer_types):
+            row["verdict"], row["reason"] = "differs", (f"the class runs layer {seen.index}; ropekit plans "
+                                                        f"{len(model.layer_types)} layers")
+            rows.append(row)
+            continue
         table = model.for_layer(seen.index) if model.layer_types else model.table if model.tables else None
         if table is not None and table.seq_len_dependent and seen.seq_len:
             table = table.at(seen.seq_len)
