@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import re
 import sys
 import time
 import warnings
@@ -28,6 +29,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "data" / "probe" / "sweep.json"
+NOT_TEXT = re.compile(r"vision|audio|video|speech|image|visual|encoder|mask|sam|tts|vit|dino|depth|detr|segment|"
+                      r"whisper|wav|codec|vq|patch|transcribe|asr|vocoder|talker|token2wav|detector|mimi")
+"""Components that are not text decoders (vision, audio, speech, video, detection towers, ...): their
+positions are not 1-D text positions, so they are recorded as not measured, with this reason, and not run."""
+NOT_TEXT_REASON = "not a text decoder (a vision, audio, speech or detection component): outside the probe's scope"
 
 
 def _variants(model_type: str) -> dict[str, dict[str, Any]]:
@@ -94,6 +100,19 @@ def probe_one(model_type: str) -> dict[str, Any]:
     return results
 
 
+def _probe_in_child(context: Any, model_type: str, timeout: float) -> dict[str, Any]:
+    """:func:`probe_one` in a fresh process: a crash or a hang stays there and is recorded."""
+    with context.Pool(1) as pool:
+        pending = pool.apply_async(probe_one, (model_type,))
+        try:
+            result: dict[str, Any] = pending.get(timeout=timeout)
+        except multiprocessing.TimeoutError:
+            result = {"default": {"verdict": "not_measured", "reason": f"timed out after {timeout:g} s"}}
+        except Exception as error:
+            result = {"default": {"verdict": "not_measured", "reason": f"the probe process failed: {error}"}}
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--only", help="comma-separated model_types")
@@ -133,14 +152,10 @@ def main() -> int:
     context = multiprocessing.get_context("spawn")  # one clean process per class: a crash or hang stays there
     for number, model_type in enumerate(todo, 1):
         started = time.perf_counter()
-        with context.Pool(1) as pool:
-            pending = pool.apply_async(probe_one, (model_type,))
-            try:
-                result = pending.get(timeout=args.timeout)
-            except multiprocessing.TimeoutError:
-                result = {"default": {"verdict": "not_measured", "reason": f"timed out after {args.timeout:g} s"}}
-            except Exception as error:
-                result = {"default": {"verdict": "not_measured", "reason": f"the probe process failed: {error}"}}
+        if NOT_TEXT.search(model_type.lower()):
+            result: dict[str, Any] = {"default": {"verdict": "not_measured", "reason": NOT_TEXT_REASON}}
+        else:
+            result = _probe_in_child(context, model_type, args.timeout)
         document["classes"][model_type] = result
         args.out.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
         verdicts = {name: entry["verdict"] for name, entry in result.items()}

@@ -314,9 +314,8 @@ def _layer_modules(model: Any) -> list[Any]:
     """The decoder layers in order (the longest ModuleList of the model)."""
     import torch
 
-    lists: list[Any] = [module for module in model.modules() if isinstance(module, torch.nn.ModuleList)]
-    longest: list[Any] = list(max(lists, key=len)) if lists else []
-    return longest
+    lists: list[list[Any]] = [list(module) for module in model.modules() if isinstance(module, torch.nn.ModuleList)]
+    return max(lists, key=len) if lists else []
 
 
 def _recover(model: Any, rotated: list[tuple[Any, Any, Any]], plain: list[tuple[Any, Any, Any]],
