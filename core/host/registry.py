@@ -67,6 +67,7 @@ class _Host:
 
     _hook = _HOOK
     _kind = "rope_type"
+    _default_group = ENTRY_POINT_GROUP
 
     def __init__(
         self,
@@ -74,9 +75,11 @@ class _Host:
         block: Iterable[str] = (),
         allow: Iterable[str] | None = None,
         read_env: bool = True,
-        group: str = ENTRY_POINT_GROUP,
+        group: str | None = None,
     ) -> None:
-        self._group = group
+        block, allow = tuple(block), None if allow is None else tuple(allow)
+        self._settings = (block, allow, read_env)
+        self._group = group or self._default_group
         self._blocked = frozenset(block) | (blocked_from_env() if read_env else frozenset())
         self._allowed = frozenset(allow or ()) | (allowed_from_env() if read_env else frozenset())
         self._lock = threading.RLock()
@@ -88,8 +91,6 @@ class _Host:
         self._manager.add_hookspecs(hookspecs)
         for name in self._blocked:
             self._manager.set_blocked(name)
-
-    # -- discovery (no imports) -------------------------------------------------------------
 
     @property
     def group(self) -> str:
@@ -278,17 +279,7 @@ class Registry(_Host):
     same block and allow rules.
     """
 
-    def __init__(
-        self,
-        *,
-        block: Iterable[str] = (),
-        allow: Iterable[str] | None = None,
-        read_env: bool = True,
-        group: str = ENTRY_POINT_GROUP,
-    ) -> None:
-        super().__init__(block=block, allow=allow, read_env=read_env, group=group)
-        self._settings = (tuple(block), None if allow is None else tuple(allow), read_env)
-        self._families: FamilyRegistry | None = None
+    _families: FamilyRegistry | None = None
 
     @property
     def families(self) -> FamilyRegistry:
@@ -378,16 +369,7 @@ class FamilyRegistry(_Host):
     _hook = "ropekit_family"
     _kind = "model_type"
     _declares = ModelFamily
-
-    def __init__(
-        self,
-        *,
-        block: Iterable[str] = (),
-        allow: Iterable[str] | None = None,
-        read_env: bool = True,
-        group: str = FAMILY_GROUP,
-    ) -> None:
-        super().__init__(block=block, allow=allow, read_env=read_env, group=group)
+    _default_group = FAMILY_GROUP
 
     def family(self, model_type: str) -> ModelFamily | None:
         """The declaration for ``model_type``, or ``None`` when no installed plugin claims it.
