@@ -65,10 +65,6 @@ class ConfigView(Mapping[str, Any]):
             for candidate in (name, *ALIASES.get(name, ())) for _, layer in self._layers
         )
 
-    def stated(self) -> Mapping[str, Any]:
-        """The language config as stated, without class defaults (for screening and copies)."""
-        return {name: self[name] for name in self if not self.defaulted(name)}
-
     def get(self, name: str, default: Any = None) -> Any:
         """``name``'s value, else ``default`` (no KeyError raised and caught: geometry asks often)."""
         found = self._find(name)
