@@ -87,6 +87,12 @@ def build_table(block: RopeBlock, loaded: LoadedScheme, *, strict: bool = True) 
     """Validate ``block`` against ``loaded``'s scheme and build its load-time table."""
     scheme, geometry = loaded.scheme, block.geometry
     block.check_dims(scheme.table_length(geometry), covers_head=scheme.covers_head)
+    if block.mrope_composition is not None:
+        from .tables.mrope import section_problem
+
+        problem = section_problem(block.mrope_composition, block.mrope_section or (), scheme.table_length(geometry))
+        if problem is not None:
+            raise RopeConfigError(block.key_path("mrope_section"), problem)
     params = MappingProxyType(validate_params(scheme, block, strict=strict))
     for key, problem in loaded.check(params, geometry):
         raise RopeConfigError(block.where(key), problem)
@@ -102,6 +108,7 @@ def build_table(block: RopeBlock, loaded: LoadedScheme, *, strict: bool = True) 
         rule=SeqLenRule(scheme.seq_len_rule, switch_at) if switch_at is not None else None,
         mrope_section=block.mrope_section,
         mrope_interleaved=block.mrope_interleaved,
+        mrope_composition=block.mrope_composition,
         layout=block.layout,
         landmarks=loaded.landmarks(params, geometry),
         scheme=loaded,

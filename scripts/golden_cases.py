@@ -162,7 +162,7 @@ CASES: list[tuple[str, dict[str, Any], list[int | None]]] = [
                                                  "short_factor": _ramp(64, 1.0, 1.3),
                                                  "long_factor": _ramp(64, 1.0, 40.0),
                                                  "original_max_position_embeddings": 4096}}, [None]),
-    ("mrope-qwen3-vl-interleaved", {"model_type": "qwen2", "hidden_size": 4096, "num_attention_heads": 32,
+    ("mrope-qwen3-vl-interleaved", {"model_type": "qwen3_vl_text", "hidden_size": 4096, "num_attention_heads": 32,
                                     "num_hidden_layers": 1, "max_position_embeddings": 262144, "rope_theta": 5000000.0,
                                     "rope_scaling": {"rope_type": "default", "mrope_section": [24, 20, 20],
                                                      "mrope_interleaved": True}}, [None]),
@@ -183,7 +183,7 @@ CASES: list[tuple[str, dict[str, Any], list[int | None]]] = [
         "rope_parameters": {"mrope_interleaved": True, "mrope_section": [11, 11, 10], "rope_type": "yarn",
                             "rope_theta": 10000000, "partial_rotary_factor": 0.25, "factor": 4.0,
                             "original_max_position_embeddings": 262144}}}, [None]),
-    ("mrope-qwen2-vl", {"model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28,
+    ("mrope-qwen2-vl", {"model_type": "qwen2_vl_text", "hidden_size": 3584, "num_attention_heads": 28,
                         "num_hidden_layers": 1, "max_position_embeddings": 32768, "rope_theta": 1000000.0,
                         "rope_scaling": {"type": "default", "mrope_section": [16, 24, 24]}}, [None]),
 ]

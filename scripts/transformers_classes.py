@@ -15,7 +15,13 @@ Per model_type:
   ``text_type`` the model_type its class builds there by default).
 - ``reason`` (``no_rope``): what the modeling code uses instead, read from the code.
 - ``defaults``: the class's dataclass defaults for every key ropekit reads (``null`` defaults are
-  derived by the class from other keys and are left out). The base and the rope block a class
+  derived by the class from other keys and are left out).
+- ``mrope`` (classes whose rotary module composes multimodal positions): observed, not read: the
+  class's own rotary module is run on one position axis at a time, and each cos/sin column's axis
+  and frequency are matched against the compositions of ``ropekit.tables.mrope``. ``composition``
+  and ``layout`` name the one that fits, ``section`` is the module's own section when the config
+  states none (``null``: it has none). A module no composition fits is ``"composition":
+  "unknown"`` (ropekit then refuses its multimodal positions by name). The base and the rope block a class
   fills in when a config states none are not here yet: ``CLASS_THETA`` in
   ``core/config/families.py`` holds the bases.
 """
@@ -99,13 +105,146 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
             pass
         return entry
     if ROTATES.search(source) or (fields & ROPE_FIELDS and not source):
-        return {"kind": "rope", "defaults": _defaults(config_class, read_keys, aliases)}
+        entry = {"kind": "rope", "defaults": _defaults(config_class, read_keys, aliases)}
+        mrope = _mrope(config_class) if "recomposition_frequencies" in source else None
+        if mrope is not None:
+            entry["mrope"] = mrope
+        return entry
     reason = next((why for pattern, why in NO_ROPE_REASONS if pattern.search(source)), None)
     if reason is None:
         reason = "its modeling code applies no rotary embedding"
         if fields & ROPE_FIELDS:
             reason += " (its config class declares RoPE parameters that no layer applies)"
     return {"kind": "no_rope", "reason": reason}
+
+
+def _rotary_modules(config_class: type) -> list[type]:
+    """The multimodal rotary classes (text, not vision/audio) that ``config_class``'s own model
+    classes build: those of its modeling module with ``recomposition_frequencies`` that a model
+    class declaring ``config_class`` names in its ``__init__`` (all of them if none says)."""
+    import importlib
+    import inspect
+
+    package = config_class.__module__.rsplit(".", 1)[0]
+    try:
+        module = importlib.import_module(f"{package}.modeling_{package.rsplit('.', 1)[1]}")
+    except ImportError:
+        return []
+    members = [member for _, member in inspect.getmembers(module, inspect.isclass)
+               if member.__module__ == module.__name__]
+    rotary = [member for member in members if hasattr(member, "recomposition_frequencies")
+              and not re.search(r"Vision|Audio|Visual|DiT|Image", member.__name__)]
+    builders = "\n".join(inspect.getsource(member.__init__) for member in members
+                         if getattr(member, "config_class", None) is config_class and "__init__" in vars(member))
+    named = [member for member in rotary if re.search(rf"\b{member.__name__}\(", builders)]
+    return named if builders else rotary
+
+
+def _observe(module: Any, layer_type: str | None) -> tuple[Any, Any] | None:
+    """Per cos/sin column: the axis whose position moves it and its angle per unit position."""
+    import numpy as np
+    import torch
+
+    x = torch.zeros(1, dtype=torch.float32)
+    for axes in (3, 2, 4, 5):
+        try:
+            axis_of, angle = None, None
+            for axis in range(axes):
+                positions = torch.zeros(axes, 1, 1, dtype=torch.long)
+                positions[axis] = 1
+                with torch.no_grad():
+                    cos, sin = module(x, positions) if layer_type is None else module(x, positions, layer_type)
+                cos, sin = cos.double().reshape(-1).numpy(), sin.double().reshape(-1).numpy()
+                if axis_of is None:
+                    axis_of, angle = np.full(cos.shape, -1), np.zeros(cos.shape)
+                moved = np.abs(sin) > 0
+                axis_of[moved] = axis
+                angle[moved] = np.arctan2(sin[moved], cos[moved])
+            return axis_of, angle
+        except Exception:  # a module that reads another number of axes
+            continue
+    return None
+
+
+def _mrope(config_class: type) -> dict[str, Any] | None:
+    """The ``mrope`` fact of one class, observed on its own rotary module (``None``: the class
+    builds none). The module is built on the class's default config and run as built; where those
+    sections cannot run on its own head (a default config can be inconsistent), with sections of
+    three, then four, near-equal parts that fit it."""
+    modules = _rotary_modules(config_class)
+    if not modules:
+        return None
+    default_section: list[int] | None = None
+    for rotary in modules:
+        built = _built(rotary, config_class)
+        if built is None:
+            continue
+        module, layer_type = built
+        declared = getattr(module, "mrope_section", None)
+        section = declared.get(layer_type) if isinstance(declared, dict) else declared
+        default_section = [int(size) for size in section] if isinstance(section, (list, tuple)) else None
+        pairs = getattr(module, "inv_freq" if layer_type is None else f"{layer_type}_inv_freq").shape[-1]
+        for parts in (None, 3, 4):
+            if parts is not None:
+                fitted = [pairs // parts] * parts
+                fitted[0] += pairs - sum(fitted)
+                if isinstance(declared, dict):
+                    declared[layer_type] = fitted
+                else:
+                    module.mrope_section = fitted
+            found = _classify(module, layer_type)
+            if found is not None:
+                return {**found, "section": default_section}
+    return {"composition": "unknown", "layout": None, "section": default_section,
+            "reason": "no composition of ropekit.tables.mrope fits what the class's rotary module computes"}
+
+
+def _built(rotary: type, config_class: type) -> tuple[Any, str | None] | None:
+    """The rotary module built on the class's default config, and the layer type to call it with."""
+    try:
+        config = config_class()
+        layer_types = getattr(config, "layer_types", None)
+        if not config.rope_parameters and isinstance(layer_types, list):
+            config.rope_parameters = {name: {"rope_type": "default", "rope_theta": 10000.0} for name in layer_types}
+        module = rotary(config=config)
+    except Exception:
+        return None
+    names = [name for name, _ in module.named_buffers(recurse=False)
+             if name.endswith("inv_freq") and "original" not in name]
+    if not names:
+        return None
+    layer_type = names[0][: -len("inv_freq")].rstrip("_") or None
+    return module, layer_type
+
+
+def _classify(module: Any, layer_type: str | None) -> dict[str, Any] | None:
+    """The composition and layout of ropekit that reproduce ``module`` (``None``: none does)."""
+    import numpy as np
+
+    from ropekit.tables.mrope import COMPOSITIONS, MropeMap
+
+    seen = _observe(module, layer_type)
+    if seen is None:
+        return None
+    axis_of, angle = seen
+    buffer = getattr(module, "inv_freq" if layer_type is None else f"{layer_type}_inv_freq")
+    inv_freq = np.sort(buffer.double().numpy())[::-1]  # the usual order (ERNIE stores its buffer pre-permuted)
+    section = getattr(module, "mrope_section", None)
+    if isinstance(section, dict):
+        section = section.get(layer_type)
+    for composition in COMPOSITIONS:
+        for layout in ("neox", "gptj"):
+            try:
+                mapping = MropeMap(composition, tuple(section or ()), len(inv_freq), layout)
+            except Exception:
+                continue
+            if mapping.freq.shape != angle.shape:
+                continue
+            expected = inv_freq[mapping.freq]
+            live = expected > 0
+            if np.array_equal(mapping.axis[live], axis_of[live]) and np.allclose(angle, expected, rtol=1e-6):
+                return {"composition": composition, "layout": layout}
+    return None
 
 
 def build() -> dict[str, Any]:

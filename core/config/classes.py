@@ -30,7 +30,9 @@ class ClassFacts(NamedTuple):
     ``kind``: ``rope`` (its code rotates queries and keys), ``no_rope`` (``reason`` says what it
     uses instead), ``composite`` (a wrapper: its language model is the sub-config ``text``, of
     model_type ``text_type`` by default). ``defaults``: the class's own defaults for the keys
-    ropekit reads, used where a config leaves them out.
+    ropekit reads, used where a config leaves them out. ``mrope``: for a multimodal rotary module,
+    its ``composition`` (see :mod:`ropekit.tables.mrope`) and the ``section`` it uses when the
+    config states none (``None``: it has no default).
     """
 
     kind: Kind
@@ -38,6 +40,7 @@ class ClassFacts(NamedTuple):
     text: str | None = None
     text_type: str | None = None
     defaults: Mapping[str, Any] = MappingProxyType({})
+    mrope: Mapping[str, Any] | None = None
 
 
 @functools.cache
@@ -63,4 +66,5 @@ def class_facts(model_type: str) -> ClassFacts | None:
         text=entry.get("text"),
         text_type=entry.get("text_type"),
         defaults=MappingProxyType(dict(entry.get("defaults", {}))),
+        mrope=MappingProxyType(dict(entry["mrope"])) if entry.get("mrope") else None,
     )

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from ..contract.scheme import RESERVED_KEYS, Geometry, Key
 from ..errors import NoRopeError, RopeConfigError
+from .classes import class_facts
 from .families import (
     ATTENTION_LAYER_TYPES,
     CLASS_LOCAL_THETA,
@@ -62,6 +63,9 @@ class RopeBlock(NamedTuple):
     geometry_paths: Mapping[str, str]
     mrope_section: tuple[int, ...] | None = None
     mrope_interleaved: bool = False
+    mrope_composition: str | None = None
+    """How the model's code composes multimodal positions (see :mod:`ropekit.tables.mrope`);
+    ``None``: a text model."""
     layout: Layout = "neox"
     view: ConfigView | None = None
     """The config the block came from, for :meth:`where` and :meth:`lookup`."""
@@ -127,7 +131,8 @@ class RopeBlock(NamedTuple):
                     f"{geometry.partial_rotary_factor}) = {rotary} must be even and >= 2",
                 )
         section = self.mrope_section
-        if section is not None and sum(section) != table_length:
+        if section is not None and self.mrope_composition in ("sections", "paired_hw", "full_width") \
+                and sum(section) != table_length:
             raise RopeConfigError(
                 self.key_path("mrope_section"),
                 f"sections {list(section)} sum to {sum(section)}; they must sum to rotary_dim / 2 = {table_length}",
@@ -360,6 +365,7 @@ def _block(view: ConfigView, family: Family, layer_type: str, path: str, block: 
         "partial_rotary_factor": factor_path,
         "max_position_embeddings": view.path("max_position_embeddings"),
     }
+    section, interleaved, composition = _mrope(view, block, path)
     return RopeBlock(
         layer_type,
         rope_type,
@@ -368,8 +374,9 @@ def _block(view: ConfigView, family: Family, layer_type: str, path: str, block: 
         block,
         geometry,
         paths,
-        _mrope_section(block.get("mrope_section"), _join(path, "mrope_section")),
-        _mrope_interleaved(block, path),
+        section,
+        interleaved,
+        composition,
         layout_of(family, view.get("rope_interleave")),
         view=view,
     )
@@ -574,6 +581,56 @@ def _raw_head_dim(view: ConfigView, layer_type: str) -> tuple[int, str]:
             view.path("head_dim"), "missing: declare head_dim, or hidden_size and num_attention_heads"
         )
     return hidden // heads, view.path("hidden_size")
+
+
+def _mrope(view: ConfigView, block: Mapping[str, Any], path: str) -> tuple[tuple[int, ...] | None, bool, str | None]:
+    """``(mrope_section, mrope_interleaved, composition)`` as the model's code applies them.
+
+    A transformers class with a multimodal rotary module decides the composition whatever the
+    config's ``mrope_interleaved`` says (a differing flag is reported, not followed), and supplies
+    its own section when the config states none. A class without one ignores ``mrope_section``
+    (reported). Code ropekit knows only from the config (remote code) follows the config: sections
+    with ``mrope_interleaved`` interleave, otherwise they are consecutive.
+    """
+    section_path = _join(path, "mrope_section")
+    section = _mrope_section(block.get("mrope_section"), section_path)
+    stated = _mrope_interleaved_stated(block, path)
+    model_type = view.get("model_type")
+    facts = class_facts(model_type) if isinstance(model_type, str) else None
+    if facts is None or facts.kind != "rope":
+        if section is None:
+            return None, False, None
+        return section, bool(stated), "interleaved" if stated else "sections"
+    if facts.mrope is None:
+        if section is not None or stated:
+            warnings.warn(f"{section_path if section is not None else _join(path, 'mrope_interleaved')}: "
+                          f"{model_type}'s code builds no multimodal rotary module and does not read it; the table "
+                          "is a text table, as the model runs it", UserWarning, stacklevel=5)
+        return None, False, None
+    composition = str(facts.mrope["composition"])
+    if composition == "unknown":
+        raise RopeConfigError(view.path("model_type"), f"{model_type}'s rotary module composes multimodal positions in "
+                              f"a way ropekit has not identified ({facts.mrope.get('reason', '')}); its table is "
+                              "not served")
+    if section is None:
+        default = facts.mrope.get("section")
+        if default is None and composition != "row_col":
+            raise RopeConfigError(section_path, f"missing: {model_type}'s rotary module needs mrope_section and its "
+                                  "class has no default; state the sections (sizes summing to rotary_dim / 2)")
+        section = tuple(int(size) for size in default) if default is not None else None
+    interleaved = composition == "interleaved"
+    if stated is not None and stated != interleaved:
+        warnings.warn(f"{_join(path, 'mrope_interleaved')}: {stated} is not read by {model_type}'s code, which "
+                      f"composes its sections as {composition!r}; the table follows the code", UserWarning,
+                      stacklevel=5)
+    return section, interleaved, composition
+
+
+def _mrope_interleaved_stated(block: Mapping[str, Any], path: str) -> bool | None:
+    """The block's ``mrope_interleaved`` (or ``interleaved``), ``None`` when it states neither."""
+    if block.get("mrope_interleaved") is None and block.get("interleaved") is None:
+        return None
+    return _mrope_interleaved(block, path)
 
 
 def _mrope_interleaved(block: Mapping[str, Any], path: str) -> bool:

@@ -51,6 +51,10 @@ class RopeTable:
     ``layout`` is how the model's own code pairs channels: ``neox`` (rotate-half, most models) or
     ``gptj`` (interleaved: GPT-J, CodeGen, GLM, Llama-4, DeepSeek ``rope_interleave``); it is the
     default of :meth:`cos_sin` and ``ropekit export``.
+
+    A multimodal table (``mrope_composition`` set: Qwen2-VL, Qwen3-VL, GLM-4V, ERNIE-4.5-VL...)
+    takes several position axes: ``mrope_section`` sizes the sections and ``mrope_composition``
+    (see :mod:`ropekit.tables.mrope`) is how the model's code assigns each cos/sin column an axis.
     """
 
     layer_type: str
@@ -63,6 +67,7 @@ class RopeTable:
     rule: SeqLenRule | None = None
     mrope_section: tuple[int, ...] | None = None
     mrope_interleaved: bool = False
+    mrope_composition: str | None = None
     layout: Layout = "neox"
     landmarks: Mapping[str, float] = attrs.field(factory=dict, repr=False)
     _scheme: LoadedScheme | None = attrs.field(default=None, repr=False, alias="scheme")
@@ -82,6 +87,15 @@ class RopeTable:
     def rotated_dim(self) -> int:
         """Channels that actually rotate (``int(head_dim * partial_rotary_factor)``)."""
         return self.geometry.rotary_dim
+
+    @property
+    def mrope_axes(self) -> int:
+        """How many position axes :meth:`cos_sin` takes (1 for a text table)."""
+        if self.mrope_composition is None:
+            return 1
+        from .mrope import axes_of
+
+        return axes_of(self.mrope_composition, self.mrope_section or ())
 
     @property
     def seq_len_dependent(self) -> bool:
@@ -156,12 +170,48 @@ class RopeTable:
         the table (checked frequencies, offset tables) is computed once per table and reused, so
         a one-position decode step costs tens of microseconds. For a seq-len-dependent scheme,
         take :meth:`at` first.
+
+        A multimodal table (:attr:`mrope_axes` > 1) also takes one row of positions per axis,
+        shape ``(axes, seq)`` or ``(axes, batch, seq)``, giving ``(seq, width)`` or
+        ``(batch, seq, width)``: the columns the model's code composes from each axis (see
+        :mod:`ropekit.tables.mrope`); 1-D positions mean the same position on every axis, as
+        transformers broadcasts text positions. Several rows on a text table raise
+        :class:`~ropekit.ArgumentError`.
         """
+        chosen = self.layout if layout is None else layout
+        if self.mrope_composition is not None:
+            from .mrope import mrope_cos_sin
+
+            return mrope_cos_sin(self.inv_freq, self.attention_factor, self._mrope_map(chosen), positions,
+                                 dtype=dtype, out=out, threads=threads, plans=self._mrope_plans())
+        if not isinstance(positions, (int, np.integer, range)) and _rank(positions) > 1:
+            raise ArgumentError("positions", f"shape {np.shape(positions)}: several rows of positions are multimodal "
+                                f"(mrope) positions, but this {self.rope_type!r} table of layer type "
+                                f"{self.layer_type!r} has no mrope sections; give 1-D positions")
         from .rotary import cos_sin
 
-        chosen = self.layout if layout is None else layout
         return cos_sin(self._plan(), self.attention_factor, positions, dtype=dtype, layout=chosen, out=out,
                        threads=threads)
+
+    def _mrope_map(self, layout: str) -> Any:
+        key = f"mrope_map_{layout}"
+        found = self._cache.get(key)
+        if found is None:
+            from .mrope import MropeMap
+            from .rotary import LAYOUTS
+
+            if layout not in LAYOUTS:
+                raise ArgumentError("layout", f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
+            assert self.mrope_composition is not None
+            found = self._cache[key] = MropeMap(self.mrope_composition, self.mrope_section or (),
+                                                len(self.inv_freq), layout)
+        return found
+
+    def _mrope_plans(self) -> dict[Any, Any]:
+        plans = self._cache.get("mrope_plans")
+        if plans is None:
+            plans = self._cache["mrope_plans"] = {"full": self._plan()}
+        return plans
 
     def _plan(self) -> Plan:
         plan = self._cache.get("plan")
@@ -198,11 +248,20 @@ class RopeTable:
         if self.rule is not None:
             record["seq_len_rule"] = self.rule.text
             record["switch_at"] = self.rule.switch_at
-        if self.mrope_section is not None:
-            record["mrope_section"] = list(self.mrope_section)
+        if self.mrope_composition is not None:
+            record["mrope_section"] = list(self.mrope_section or ())
             record["mrope_interleaved"] = self.mrope_interleaved
+            record["mrope_composition"] = self.mrope_composition
         record["layout"] = self.layout
         return record
+
+
+def _rank(positions: Any) -> int:
+    """How many dimensions ``positions`` has (0 when numpy cannot tell)."""
+    try:
+        return int(np.ndim(positions))
+    except (TypeError, ValueError):
+        return 0
 
 
 @attrs.frozen

@@ -1,0 +1,270 @@
+"""Multimodal RoPE (mrope): which position axis and which frequency feed each cos/sin column.
+
+A multimodal model gives every token several positions (temporal, height, width: ``(3, seq)``
+position ids) and its rotary module composes one cos/sin row from them: column ``c`` is
+``cos(positions[axis[c]] * inv_freq[freq[c]])``. How the columns are split among the axes is the
+model code's *composition*; the config only says the section sizes (``mrope_section``). The
+compositions transformers' classes use (each one observed on the class's own rotary module by
+``scripts/transformers_classes.py``):
+
+- ``sections``: consecutive pairs, section ``i`` on axis ``i % 3`` (Qwen2-VL, Qwen2.5-VL, GLM-4V).
+- ``interleaved``: pairs cycle T, H, W, the H and W cycles stopping after their section's count
+  (Qwen3-VL, Qwen3.5, ``mrope_interleaved``).
+- ``paired_hw``: the pairs of the first two sections alternate H, W, H, W (the two sections must
+  be equal), the third section's pairs follow T (ERNIE-4.5-VL; its module stores ``inv_freq``
+  pre-permuted so that, after its recomposition, frequencies are in the usual order).
+- ``full_width``: the sections, doubled, cut the full rotate-half width, section ``i`` on axis
+  ``i``: the two halves of one pair may follow different axes (HunYuan-VL's XD-RoPE; ``neox`` only).
+- ``row_col``: two axes alternating pair by pair (NeoMMe).
+
+Positions given as one row (``(seq,)``, text) stand for the same position on every axis, as
+transformers broadcasts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from ..errors import ArgumentError, ArgumentTypeError
+from .plan import Plan
+from .rotary import _checked_out, _out_dtype, cos_sin
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = [
+    "COMPOSITIONS", "Composition", "MropeMap", "axes_of", "describe_axes", "mrope_cos_sin", "section_problem",
+    "split_positions",
+]
+
+Composition = Literal["sections", "interleaved", "paired_hw", "full_width", "row_col"]
+COMPOSITIONS: tuple[str, ...] = ("sections", "interleaved", "paired_hw", "full_width", "row_col")
+
+
+def axes_of(composition: str, section: Sequence[int]) -> int:
+    """How many position axes ``composition`` reads (rows of its position ids)."""
+    if composition == "row_col":
+        return 2
+    if composition == "full_width":
+        return len(section)
+    return 3
+
+
+def section_problem(composition: str, section: Sequence[int], pairs: int) -> str | None:
+    """Why ``section`` cannot compose ``pairs`` frequency pairs the ``composition`` way (``None``: it can)."""
+    if composition == "row_col":
+        return None if pairs % 2 == 0 else f"row/col alternation needs an even number of pairs, got {pairs}"
+    if composition == "interleaved":
+        return None if len(section) == 3 else f"interleaved sections need three entries (T, H, W), got {list(section)}"
+    if sum(section) != pairs:
+        return f"sections {list(section)} sum to {sum(section)}; they must sum to rotary_dim / 2 = {pairs}"
+    if composition == "paired_hw" and (len(section) != 3 or section[0] != section[1]):
+        return f"ERNIE-style sections pair H with W: expected three sections, the first two equal, got {list(section)}"
+    return None
+
+
+def _half_map(composition: str, section: Sequence[int], pairs: int) -> tuple[list[int], list[int]]:
+    """``(axis, freq)`` per pair slot, for compositions where both members of a pair agree."""
+    axis: list[int] = []
+    freq: list[int] = []
+    if composition == "sections":
+        start = 0
+        for index, size in enumerate(section):
+            axis += [index % 3] * size
+            freq += list(range(start, start + size))
+            start += size
+    elif composition == "interleaved":
+        axis = [0] * pairs
+        for dim, offset in ((1, 1), (2, 2)):
+            for slot in range(offset, min(3 * section[dim], pairs), 3):
+                axis[slot] = dim
+        freq = list(range(pairs))
+    elif composition == "paired_hw":
+        axis = [1, 2] * section[0] + [0] * section[2]
+        freq = list(range(pairs))
+    elif composition == "row_col":
+        axis = [slot % 2 for slot in range(pairs)]
+        freq = list(range(pairs))
+    else:
+        raise ArgumentError("composition", f"unknown mrope composition {composition!r}; valid: "
+                            f"{', '.join(COMPOSITIONS)}")
+    return axis, freq
+
+
+class MropeMap:
+    """The column map of one table in one cache layout: ``axis[c]`` and ``freq[c]`` per column.
+
+    ``identity`` is true when the frequencies are in the layout's usual order (only the axes
+    differ from a text table), so 1-D positions need no gather.
+    """
+
+    __slots__ = ("axes", "axis", "freq", "identity", "layout")
+
+    def __init__(self, composition: str, section: Sequence[int], pairs: int, layout: str) -> None:
+        problem = section_problem(composition, section, pairs)
+        if problem is not None:
+            raise ArgumentError("mrope_section", problem)
+        if composition == "full_width":
+            if layout != "neox":
+                raise ArgumentError("layout", f"HunYuan-style full-width sections cut the rotate-half width; a "
+                                    f"{layout} cache cannot hold them (the two halves of a pair follow different "
+                                    "axes); valid: neox")
+            axis = [index for index, size in enumerate(section) for _ in range(2 * size)]
+            freq = list(range(pairs)) * 2
+        else:
+            half_axis, half_freq = _half_map(composition, section, pairs)
+            if layout == "neox":
+                axis, freq = half_axis * 2, half_freq * 2
+            elif layout == "gptj":
+                axis = [a for a in half_axis for _ in range(2)]
+                freq = [f for f in half_freq for _ in range(2)]
+            else:
+                axis, freq = half_axis, half_freq
+        self.axes = axes_of(composition, section)
+        self.axis = np.asarray(axis, dtype=np.intp)
+        self.freq = np.asarray(freq, dtype=np.intp)
+        self.layout = layout
+        usual = {"neox": list(range(pairs)) * 2, "gptj": [f for f in range(pairs) for _ in range(2)],
+                 "half": list(range(pairs))}[layout]
+        self.identity = freq == usual
+
+    def by_axis(self) -> list[tuple[int, npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]]]:
+        """Per axis that feeds some column: ``(axis, columns, frequencies, where)`` such that column
+        ``columns[j]`` is frequency ``frequencies[where[j]]`` (``frequencies`` distinct, sorted)."""
+        found = []
+        for axis in range(self.axes):
+            columns = np.flatnonzero(self.axis == axis)
+            if columns.size:
+                frequencies, where = np.unique(self.freq[columns], return_inverse=True)
+                found.append((axis, columns, frequencies, where.reshape(-1)))
+        return found
+
+
+def split_positions(positions: Any, axes: int) -> tuple[npt.NDArray[np.int64] | None, tuple[int, ...]]:
+    """Multimodal positions as ``(axes, n)`` int64 plus the leading shape of the result (``(seq,)``
+    or ``(batch, seq)``); ``(None, ())`` when ``positions`` is not a multi-row array (a count, a
+    range or 1-D positions: the text case)."""
+    if isinstance(positions, (int, np.integer, range, bool, np.bool_)):
+        return None, ()
+    try:
+        array = np.asarray(positions)
+    except (TypeError, ValueError, OverflowError):
+        return None, ()
+    if array.ndim <= 1:
+        return None, ()
+    if array.ndim not in (2, 3) or array.shape[0] != axes:
+        raise ArgumentError("positions", f"expected {axes} rows of positions, shape ({axes}, seq) or ({axes}, batch, "
+                            f"seq), got shape {array.shape}")
+    if not (np.issubdtype(array.dtype, np.integer) or array.size == 0):
+        raise ArgumentTypeError("positions", f"expected integer positions, got dtype {array.dtype}")
+    return array.reshape(axes, -1), tuple(array.shape[1:])
+
+
+def mrope_cos_sin(
+    inv_freq: npt.NDArray[np.float64],
+    attention_factor: float,
+    mapping: MropeMap,
+    positions: Any,
+    *,
+    dtype: npt.DTypeLike,
+    out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None,
+    threads: int | None,
+    plans: dict[Any, Plan],
+) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    """cos/sin of a multimodal table: each axis's columns computed by the text path (float64
+    angles, one rounding) on that axis's positions, then placed in their columns (exact copies).
+
+    ``positions``: ``(axes, seq)`` or ``(axes, batch, seq)`` gives ``(seq, width)`` or
+    ``(batch, seq, width)``; a count, a range or 1-D positions (text) give ``(seq, width)``.
+    ``plans`` caches the per-axis :class:`Plan` objects (the table keeps it).
+    """
+    rows, lead = split_positions(positions, mapping.axes)
+    full = plans.get("full")
+    if full is None:
+        full = plans["full"] = Plan(inv_freq, attention_factor)
+    if rows is None:
+        if mapping.identity:
+            return cos_sin(full, 0.0, positions, dtype=dtype, layout=mapping.layout, out=out, threads=threads)
+        half_cos, half_sin = cos_sin(full, 0.0, positions, dtype=dtype, layout="half", threads=threads)
+        shape = (half_cos.shape[0], mapping.freq.shape[0])
+        if out is None:
+            return half_cos[:, mapping.freq], half_sin[:, mapping.freq]
+        cos, sin = _checked_out(out, shape, _out_dtype(dtype))
+        np.take(half_cos, mapping.freq, axis=1, out=cos)
+        np.take(half_sin, mapping.freq, axis=1, out=sin)
+        return cos, sin
+    width = mapping.freq.shape[0]
+    shape = (*lead, width)
+    chosen = _out_dtype(dtype)
+    if out is None:
+        both = np.empty((2, *shape), dtype=chosen)
+        cos, sin = both[0], both[1]
+    else:
+        cos, sin = _checked_out_nd(out, shape, chosen)
+    flat_cos, flat_sin = cos.reshape(-1, width), sin.reshape(-1, width)
+    for axis, columns, frequencies, where in mapping.by_axis():
+        key = ("axis", axis)
+        plan = plans.get(key)
+        if plan is None:
+            plan = plans[key] = Plan(inv_freq[frequencies], attention_factor)
+        part_cos, part_sin = cos_sin(plan, 0.0, rows[axis], dtype=chosen, layout="half", threads=threads)
+        flat_cos[:, columns] = part_cos[:, where]
+        flat_sin[:, columns] = part_sin[:, where]
+    return cos, sin
+
+
+def _checked_out_nd(out: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[Any, Any]:
+    """``out`` checked like the text path's, for a result of any rank."""
+    if len(shape) == 2:
+        return _checked_out(out, (shape[0], shape[1]), dtype)
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise ArgumentTypeError("out", f"expected a (cos, sin) pair of numpy arrays, got {type(out).__name__}")
+    for name, array in zip(("out[0]", "out[1]"), out, strict=True):
+        if not isinstance(array, np.ndarray):
+            raise ArgumentTypeError(name, f"expected a numpy array, got {type(array).__name__}")
+        if array.shape != shape or array.dtype != dtype:
+            raise ArgumentError(name, f"expected {dtype} of shape {shape}, got {array.dtype} {array.shape}")
+        if not array.flags.writeable or not array.flags.c_contiguous:
+            raise ArgumentError(name, "must be writable and C-contiguous")
+    if np.shares_memory(out[0], out[1]):
+        raise ArgumentError("out", "cos and sin buffers overlap; give two separate arrays")
+    return out[0], out[1]
+
+
+def describe_axes(composition: str | None, section: Sequence[int], pairs: int, layout: str,
+                  observed: Sequence[int]) -> str | None:
+    """What a module whose columns follow the ``observed`` axes serves, in words, when that is not
+    the declared composition (``None``: it is). Tried: text positions on every column, another
+    composition of the same sections, the same composition with the sections reordered."""
+    seen = np.asarray(observed)
+    if composition is None:
+        if seen.size and np.all(seen == 0):
+            return None
+        return f"multimodal sections over {int(seen.max()) + 1} axes where the declaration is a text table"
+    declared = MropeMap(composition, section, pairs, layout)
+    if seen.shape == declared.axis.shape and np.array_equal(seen, declared.axis):
+        return None
+    if seen.size and np.all(seen == 0):
+        return ("text positions on every column: the temporal axis drives them all, so image and video tokens get "
+                f"no height/width positions (declared: {composition} sections {list(section)})")
+    import itertools
+
+    for other in COMPOSITIONS:
+        for order in dict.fromkeys(itertools.permutations(section)):
+            if other == composition and list(order) == list(section):
+                continue
+            try:
+                candidate = MropeMap(other, order, pairs, layout)
+            except ArgumentError:
+                continue
+            if candidate.axis.shape == seen.shape and np.array_equal(candidate.axis, seen):
+                if other == composition:
+                    return f"sections {list(order)} where the declaration has {list(section)} ({composition})"
+                return (f"{other} sections {list(order)} where the model's code composes {composition} sections "
+                        f"{list(section)}")
+    counts = {axis: int(np.sum(seen == axis)) for axis in sorted(set(seen.tolist()))}
+    return (f"an unidentified composition of the axes (columns per axis: {counts}; declared: {composition} "
+            f"{list(section)})")

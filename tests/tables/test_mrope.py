@@ -1,0 +1,205 @@
+"""Multimodal (mrope) tables: cos/sin at 3-axis positions equal what transformers' own multimodal
+rotary modules compute (``golden/mrope.json``, from ``scripts/mrope_golden.py``), for every class
+of the pinned transformers whose rotary module composes multimodal positions."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ropekit
+from ropekit.config.classes import class_facts
+from ropekit.tables.mrope import COMPOSITIONS, MropeMap
+from tests.support import DATA, ROOT, SEED_CONFIG
+
+GOLDEN = json.loads((DATA / "golden" / "mrope.json").read_text(encoding="utf-8"))
+CASES = {case["model_type"]: case for case in GOLDEN["cases"]}
+FACTS = json.loads((ROOT / "core" / "config" / "transformers_classes.json").read_text())["classes"]
+
+QWEN25_VL: dict[str, Any] = {
+    "model_type": "qwen2_5_vl",
+    "text_config": {"model_type": "qwen2_5_vl_text", "hidden_size": 2048, "num_attention_heads": 16,
+                    "num_hidden_layers": 36, "max_position_embeddings": 128000,
+                    "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24], "rope_theta": 1000000.0}},
+}
+
+
+def _table(case: dict[str, Any]) -> ropekit.RopeTable:
+    rope = ropekit.load(case["config"])
+    return rope[case["layer_type"]] if case["layer_type"] in rope.tables else rope.table
+
+
+def _float32_angle_error(positions: np.ndarray[Any, Any]) -> float:
+    """transformers forms angles in float32: about ``position * 6e-8`` radians off."""
+    return float(np.max(positions)) * 1.2e-7 + 2e-6
+
+
+def test_golden_covers_every_multimodal_class_and_composition() -> None:
+    multimodal = {name for name, entry in FACTS.items()
+                  if entry.get("mrope") and entry["mrope"]["composition"] != "unknown"}
+    assert multimodal == set(CASES)
+    assert {case["model_type"] for case in CASES.values()} >= {"qwen2_vl_text", "qwen2_5_vl_text", "qwen3_vl_text",
+                                                                "glm4v_text", "ernie4_5_vl_moe_text"}
+    seen = {_table(case).mrope_composition for case in CASES.values()}
+    assert seen == set(COMPOSITIONS)
+
+
+@pytest.mark.parametrize("model_type", sorted(CASES))
+def test_cos_sin_at_multimodal_positions_equals_transformers(model_type: str) -> None:
+    case = CASES[model_type]
+    table = _table(case)
+    positions = np.array(case["positions"])
+    assert positions.shape[0] == table.mrope_axes
+    cos, sin = table.cos_sin(positions, dtype=np.float64)
+    expected_cos, expected_sin = np.array(case["cos"]), np.array(case["sin"])
+    assert cos.shape == expected_cos.shape == (*positions.shape[1:], table.rotary_dim)
+    tolerance = _float32_angle_error(positions)
+    assert np.max(np.abs(cos - expected_cos)) < tolerance
+    assert np.max(np.abs(sin - expected_sin)) < tolerance
+
+
+@pytest.mark.parametrize("model_type", sorted(CASES))
+def test_layout_and_default_section_are_the_observed_ones(model_type: str) -> None:
+    fact = class_facts(model_type).mrope  # type: ignore[union-attr]
+    assert fact is not None
+    table = _table(CASES[model_type])
+    assert table.mrope_composition == fact["composition"]
+    assert table.layout == fact["layout"]
+
+
+def test_text_positions_on_a_multimodal_table_are_the_same_position_on_every_axis() -> None:
+    for case in CASES.values():
+        table = _table(case)
+        text = np.array([0, 5, 77, 4095])
+        stacked = np.stack([text] * table.mrope_axes)
+        one = table.cos_sin(text)
+        every = table.cos_sin(stacked)
+        assert np.array_equal(one[0], every[0]) and np.array_equal(one[1], every[1])
+
+
+def test_a_class_default_section_is_used_when_the_config_states_none() -> None:
+    config = {"model_type": "qwen2_vl", "text_config": {"model_type": "qwen2_vl_text", "hidden_size": 1536,
+                                                        "num_attention_heads": 12}}
+    table = ropekit.load(config).table
+    assert table.mrope_section == (16, 24, 24) and table.mrope_composition == "sections"
+    assert table.to_json()["mrope_composition"] == "sections"
+
+
+def test_sections_follow_the_axes_the_way_qwen2_vl_composes_them() -> None:
+    table = ropekit.load(QWEN25_VL).table
+    t, h, w = 7, 300, 5000
+    cos, _ = table.cos_sin(np.array([[t], [h], [w]]), dtype=np.float64)
+    angles = np.concatenate([t * table.inv_freq[:16], h * table.inv_freq[16:40], w * table.inv_freq[40:]])
+    assert np.allclose(cos[0], np.cos(np.concatenate([angles, angles])), atol=1e-12)
+
+
+def test_batched_positions_give_batched_rows_and_fill_out() -> None:
+    table = ropekit.load(QWEN25_VL).table
+    rng = np.random.default_rng(0)
+    positions = rng.integers(0, 100_000, size=(3, 2, 9))
+    cos, sin = table.cos_sin(positions)
+    assert cos.shape == (2, 9, 128) and cos.dtype == np.float32
+    for row in range(2):
+        single = table.cos_sin(positions[:, row])
+        assert np.array_equal(single[0], cos[row]) and np.array_equal(single[1], sin[row])
+    out = (np.empty((2, 9, 128), np.float32), np.empty((2, 9, 128), np.float32))
+    filled = table.cos_sin(positions, out=out)
+    assert filled[0] is out[0] and np.array_equal(out[0], cos) and np.array_equal(out[1], sin)
+    half = table.cos_sin(positions, layout="half")
+    assert np.array_equal(half[0], cos[..., :64])
+
+
+def test_threads_do_not_change_a_long_multimodal_run() -> None:
+    table = ropekit.load(QWEN25_VL).table
+    positions = np.stack([np.arange(20_000), np.arange(20_000) // 3, np.arange(20_000) % 97])
+    one = table.cos_sin(positions, threads=1)
+    many = table.cos_sin(positions, threads=4)
+    assert np.array_equal(one[0], many[0]) and np.array_equal(one[1], many[1])
+
+
+def test_several_rows_on_a_text_table_are_refused_by_name() -> None:
+    table = ropekit.load(SEED_CONFIG).table
+    with pytest.raises(ropekit.ArgumentError, match=r"positions: shape \(3, 8\).*no mrope sections"):
+        table.cos_sin(np.zeros((3, 8), dtype=np.int64))
+    with pytest.raises(ropekit.ArgumentError, match="no mrope sections"):
+        table.cos_sin([[0, 1], [0, 1], [0, 1]])
+
+
+def test_the_wrong_number_of_axes_is_refused() -> None:
+    table = ropekit.load(QWEN25_VL).table
+    with pytest.raises(ropekit.ArgumentError, match=r"expected 3 rows of positions"):
+        table.cos_sin(np.zeros((2, 8), dtype=np.int64))
+    with pytest.raises(ropekit.ArgumentTypeError, match="integer positions"):
+        table.cos_sin(np.zeros((3, 8)))
+    with pytest.raises(ropekit.ArgumentError, match="positions must lie"):
+        table.cos_sin(np.array([[0], [-1], [0]]))
+
+
+def test_full_width_sections_have_no_half_cache() -> None:
+    case = CASES["hunyuan_vl_text"]
+    table = _table(case)
+    with pytest.raises(ropekit.ArgumentError, match="layout: .*valid: neox"):
+        table.cos_sin(np.zeros((table.mrope_axes, 2), dtype=np.int64), layout="half")
+
+
+def test_the_class_decides_the_composition_whatever_the_flag_says() -> None:
+    config = {**QWEN25_VL, "text_config": {**QWEN25_VL["text_config"], "rope_scaling": {
+        "type": "mrope", "mrope_section": [16, 24, 24], "mrope_interleaved": True}}}
+    with pytest.warns(UserWarning, match="mrope_interleaved: True is not read by qwen2_5_vl_text's code"):
+        table = ropekit.load(config).table
+    assert table.mrope_composition == "sections" and not table.mrope_interleaved
+
+
+def test_code_known_only_from_the_config_follows_its_flag() -> None:
+    config = {"hidden_size": 1024, "num_attention_heads": 8,
+              "rope_parameters": {"rope_type": "default", "mrope_section": [24, 20, 20], "mrope_interleaved": True}}
+    assert ropekit.load(config).table.mrope_composition == "interleaved"
+    config["rope_parameters"] = {"rope_type": "default", "mrope_section": [16, 24, 24]}
+    assert ropekit.load(config).table.mrope_composition == "sections"
+
+
+def test_sections_on_a_class_without_a_multimodal_module_give_a_text_table() -> None:
+    config = {"model_type": "qwen2", "hidden_size": 1024, "num_attention_heads": 8,
+              "rope_scaling": {"type": "default", "mrope_section": [16, 24, 24]}}
+    with pytest.warns(UserWarning, match="builds no multimodal rotary module"):
+        table = ropekit.load(config).table
+    assert table.mrope_composition is None and table.mrope_axes == 1
+
+
+def test_sections_that_do_not_fit_are_refused_by_key() -> None:
+    config = {**QWEN25_VL, "text_config": {**QWEN25_VL["text_config"], "rope_scaling": {
+        "type": "mrope", "mrope_section": [16, 24, 20]}}}
+    with pytest.raises(ropekit.RopeConfigError, match=r"mrope_section: sections \[16, 24, 20\] sum to 60"):
+        ropekit.load(config)
+    ernie = {"model_type": "ernie4_5_vl_moe_text", "hidden_size": 1024, "num_attention_heads": 8,
+             "rope_parameters": {"rope_type": "default", "mrope_section": [20, 24, 20]}}
+    with pytest.raises(ropekit.RopeConfigError, match="first two equal"):
+        ropekit.load(ernie)
+
+
+def test_a_class_without_a_default_section_needs_one() -> None:
+    config = {"model_type": "hunyuan_vl_text", "hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128}
+    with pytest.raises(ropekit.RopeConfigError, match="mrope_section: missing"):
+        ropekit.load(config)
+
+
+def test_a_composition_not_identified_is_refused() -> None:
+    unknown = sorted(name for name, entry in FACTS.items()
+                     if entry.get("mrope") and entry["mrope"]["composition"] == "unknown")
+    assert unknown, "every multimodal module identified: keep this test honest by removing it"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ropekit.RopeConfigError, match="has not identified"):
+            ropekit.load({"model_type": unknown[0], "hidden_size": 64, "num_attention_heads": 2})
+
+
+@pytest.mark.parametrize("composition", COMPOSITIONS)
+def test_every_column_map_is_a_permutation_of_the_text_columns(composition: str) -> None:
+    section = {"row_col": (), "full_width": (8, 8, 8, 8), "paired_hw": (12, 12, 8)}.get(composition, (8, 12, 12))
+    mapping = MropeMap(composition, section, 32, "neox")
+    assert sorted(mapping.freq.tolist()) == sorted(list(range(32)) * 2)
+    assert set(mapping.axis.tolist()) == set(range(mapping.axes))
