@@ -195,6 +195,11 @@ def _audit_one(
             if condition:
                 served_as += f"; the declaration differs at {condition}"
             report.update(_difference(declared.inv_freq, detail.get("served_inv_freq"), positions))
+    if served.axes is not None:
+        composed = _composition_served(table, served)
+        report["composition"] = "match" if composed is None else "mismatch"
+        if composed is not None and verdict == "match":
+            verdict, served_as = "mismatch", composed
     report["verdict"] = verdict
     if served_as:
         report["served_as"] = served_as
@@ -205,6 +210,16 @@ def _audit_one(
     for comparison in report["comparisons"]:
         comparison.pop("served_inv_freq", None)
     return report
+
+
+def _composition_served(table: RopeTable, served: ServedTable) -> str | None:
+    """How a multimodal module's observed axes differ from the declared composition (``None``: they do not)."""
+    from ..tables.mrope import describe_axes
+
+    assert served.axes is not None
+    layout = served.layout if served.layout in ("neox", "gptj", "half") else table.layout
+    return describe_axes(table.mrope_composition, table.mrope_section or (), len(table.inv_freq), layout,
+                         served.axes)
 
 
 def _engine_comparisons(table: RopeTable, artifact: ServedArtifact) -> list[tuple[str, RopeTable]]:

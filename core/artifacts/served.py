@@ -53,6 +53,9 @@ class ServedTable:
     first_position: int = 0
     angles: str = "float32"
     """How the producer formed the angles: ``float32`` (tolerance grows with position) or ``exact``."""
+    axes: tuple[int, ...] | None = None
+    """Per cos/sin column (in ``layout``), the position axis observed to drive it (a live
+    multimodal module run one axis at a time); ``None``: not observed."""
 
 
 @attrs.frozen

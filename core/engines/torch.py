@@ -118,6 +118,32 @@ def _cos_sin(
     return out[0], out[1]
 
 
+def _mrope_cos_sin(
+    table: RopeTable, inv_freq: torch.Tensor, positions: torch.Tensor, dtype: torch.dtype, layout: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin of a multimodal table: ``positions`` ``(axes, ...)`` (or text positions, the same on
+    every axis); column ``c`` is ``positions[axis[c]] * inv_freq[freq[c]]``, in float64, rounded once."""
+    mapping = table._mrope_map(layout)
+    target = positions.device
+    work = _float64_device(target)
+    axes = table.mrope_axes
+    if positions.ndim == 0 or positions.shape[0] != axes or positions.ndim < 2:
+        positions = positions.unsqueeze(0).expand(axes, *positions.shape)
+    where = positions.to(device=work, dtype=torch.float64).movedim(0, -1)  # (..., axes)
+    axis = torch.as_tensor(mapping.axis, device=work)
+    frequencies = inv_freq.to(work)[torch.as_tensor(mapping.freq, device=work)]
+    angles = where[..., axis] * frequencies
+    factor = table.attention_factor
+    cos = (torch.cos(angles) * factor).to(dtype).to(target)
+    sin = (torch.sin(angles) * factor).to(dtype).to(target)
+    return cos, sin
+
+
+def _multimodal_rows(table: RopeTable, positions: torch.Tensor) -> bool:
+    """Whether ``positions`` holds one row per axis (transformers' ``(axes, batch, seq)`` ids)."""
+    return table.mrope_composition is not None and positions.ndim == 3 and positions.shape[0] == table.mrope_axes
+
+
 def cos_sin(
     table: RopeTable,
     positions: Any,
@@ -130,7 +156,10 @@ def cos_sin(
 
     ``positions`` is a count ``N`` (``0..N-1``), a ``range``, integers, or an integer tensor of any
     shape; the result has shape ``positions.shape + (rotary_dim,)`` on ``device`` (default: the
-    tensor's, else the CPU). Angles, cos and sin are computed in float64 and rounded once to
+    tensor's, else the CPU). For a multimodal table, ``(axes, batch, seq)`` positions (as
+    transformers' multimodal models pass them) give ``(batch, seq, rotary_dim)`` with each column
+    taken from its axis; any other shape is text positions, the same on every axis. Angles, cos
+    and sin are computed in float64 and rounded once to
     ``dtype``: at most one rounding (``6e-8 * attention_factor`` in float32) from the exact value at
     every position ropekit serves (``position * max(inv_freq) < 2**32``). ``layout`` defaults to
     the table's own (``neox`` rotate-half, ``gptj`` interleaved). For a seq-len-dependent table,
@@ -147,6 +176,10 @@ def cos_sin(
         device = positions.device
     where = _positions_tensor(positions, max_position(table.inv_freq), device)
     inv_freq = torch.tensor(table.inv_freq, dtype=torch.float64)
+    if table.mrope_composition is not None:
+        if not _multimodal_rows(table, where):
+            where = where.unsqueeze(0).expand(table.mrope_axes, *where.shape)
+        return _mrope_cos_sin(table, inv_freq, where, dtype, chosen)
     return _cos_sin(inv_freq, table.attention_factor, where, dtype, chosen)
 
 
@@ -179,7 +212,10 @@ class RotaryEmbedding(torch.nn.Module):
     ``config`` is a config path, a mapping, a transformers config or a :class:`~ropekit.ModelRope`.
     ``forward(x, position_ids, layer_type=None)`` returns ``(cos, sin)`` of shape
     ``position_ids.shape + (rotary_dim,)`` in ``x``'s dtype and device, attention factor applied,
-    in transformers' rotate-half layout (``layout="gptj"`` for interleaved forwards). ``layer_type``
+    in transformers' rotate-half layout (``layout="gptj"`` for interleaved forwards). A
+    multimodal table (Qwen2-VL, Qwen3-VL, GLM-4V, ERNIE-4.5-VL...) takes ``(axes, batch, seq)``
+    position ids and returns ``(batch, seq, rotary_dim)``, each column from its axis, as
+    transformers' multimodal rotary modules do; ``(batch, seq)`` ids are text positions. ``layer_type``
     picks the table of a multi-type model (Gemma-3); it may be omitted when there is one table.
     Angles are float64 (see :func:`cos_sin`), so the output is exact to the dtype's rounding at any
     position, where transformers' float32 angles drift.
@@ -246,6 +282,11 @@ class RotaryEmbedding(torch.nn.Module):
             seq_len = int(position_ids.max()) + 1
         table = self.table_for(layer_type, seq_len)
         inv_freq, factor = self._frequencies(table, x.device)
+        if table.mrope_composition is not None:
+            positions = position_ids.to(x.device)
+            if not _multimodal_rows(table, positions):
+                positions = positions.unsqueeze(0).expand(table.mrope_axes, *positions.shape)
+            return _mrope_cos_sin(table, inv_freq, positions, x.dtype, self.layout)
         return _cos_sin(inv_freq, factor, position_ids.to(x.device), x.dtype, self.layout)
 
     def extra_repr(self) -> str:
@@ -263,13 +304,36 @@ def _stock_tables(module: torch.nn.Module) -> dict[str | None, torch.Tensor]:
     return found
 
 
+_NOT_TEXT = re.compile(r"Vision|Visual|Audio|Image|DiT")
+"""Rotary modules of encoders (2-D patch grids, audio frames), not of the language model."""
+
+
 def _is_stock_rotary(module: torch.nn.Module) -> bool:
-    if isinstance(module, RotaryEmbedding) or not type(module).__name__.endswith("RotaryEmbedding"):
+    name = type(module).__name__
+    if isinstance(module, RotaryEmbedding) or not name.endswith("RotaryEmbedding") or _NOT_TEXT.search(name):
         return False
     if getattr(module, "config", None) is None or not _stock_tables(module):
         return False
     parameters = list(inspect.signature(type(module).forward).parameters)
     return parameters[1:3] == ["x", "position_ids"]
+
+
+def _stock_layout(module: torch.nn.Module, layer_type: str | None) -> Layout:
+    """The column form the stock module's cos/sin has, observed: ``gptj`` when each pair's two
+    columns repeat (``[c0, c0, c1, c1, ...]``, GLM-4V, Cohere), else ``neox`` (``[c.., c..]``);
+    the model's code applies its cos/sin in that form."""
+    x = torch.zeros(1, 1, 2, 8)
+    positions = torch.tensor([[1, 2]])
+    try:
+        with torch.no_grad():
+            cos = module(x, positions) if layer_type is None else module(x, positions, layer_type)
+            cos = cos[0].reshape(-1, cos[0].shape[-1]).double()
+    except Exception:  # a module that cannot be called so: its rotate-half default
+        return "neox"
+    half = cos.shape[-1] // 2
+    repeated = torch.equal(cos[..., 0::2], cos[..., 1::2])
+    doubled = torch.equal(cos[..., :half], cos[..., half:])
+    return "gptj" if repeated and not doubled else "neox"
 
 
 def _parent(model: torch.nn.Module, name: str) -> tuple[torch.nn.Module, str]:
@@ -281,10 +345,11 @@ def patch(model: torch.nn.Module, config: ConfigLike | None = None, *, registry:
     """Swap a :class:`RotaryEmbedding` into ``model`` for every transformers rotary module it holds.
 
     Each replacement serves the tables of ``config`` (default: the module's own transformers
-    config), for every layer type the stock module served. Refused (nothing swapped) when a table's
-    width differs from the stock one, a layer type is missing, or the table is multimodal (mrope):
-    those forwards apply cos/sin in ways a generic module cannot stand in for. Returns the names
-    of the swapped modules.
+    config), for every layer type the stock module served, in the layout the model's code pairs
+    channels with (the table's own: ``gptj`` for GLM-4V, ERNIE-4.5-VL...). Multimodal rotary
+    modules are replaced too: the replacement composes ``(axes, batch, seq)`` position ids as the
+    class does. Refused (nothing swapped) when a table's width differs from the stock one or a
+    layer type is missing. Returns the names of the swapped modules.
     """
     if not isinstance(model, torch.nn.Module):
         raise ArgumentTypeError("model", f"expected a torch.nn.Module, got {type(model).__name__}")
@@ -293,13 +358,13 @@ def patch(model: torch.nn.Module, config: ConfigLike | None = None, *, registry:
         if not _is_stock_rotary(module):
             continue
         replacement = RotaryEmbedding(module.config if config is None else config, registry=registry)
-        for layer_type, buffer in _stock_tables(module).items():
+        stock = _stock_tables(module)
+        replacement.layout = _stock_layout(module, next(iter(stock)))
+        for layer_type, buffer in stock.items():
             try:
                 table = replacement.table_for(layer_type)
             except ArgumentError as error:
                 raise ArgumentError("model", f"{name}: serves layer type {layer_type!r}: {error.problem}") from None
-            if table.mrope_section is not None:
-                raise ArgumentError("model", f"{name}: multimodal RoPE (mrope_section) is not patched")
             if len(table.inv_freq) != buffer.shape[-1]:
                 raise ArgumentError("model", f"{name}: the stock module serves {buffer.shape[-1]} pairs for "
                                     f"{layer_type or table.layer_type}, ropekit's table has {len(table.inv_freq)} "
@@ -464,6 +529,8 @@ def _layer_type_of(name: str, rope: ModelRope) -> str | None:
 
 def _served_tables(name: str, module: torch.nn.Module, rope: ModelRope) -> Iterator[ServedTable]:
     """The rotary tables one module holds, by the discovery rules of :func:`audit_module`."""
+    if _NOT_TEXT.search(type(module).__name__):
+        return  # a vision or audio encoder's own rotary: not the language model's
     owner = _layer_type_of(name, rope)
     prefix = f"{name}." if name else ""
     if isinstance(module, RotaryEmbedding):
@@ -472,6 +539,9 @@ def _served_tables(name: str, module: torch.nn.Module, rope: ModelRope) -> Itera
                               magnitude=table.attention_factor, layer_type=name_of_type, angles="exact")
         return
     buffers = dict(module.named_buffers(recurse=False))
+    if hasattr(module, "recomposition_frequencies") and _stock_tables(module):  # transformers, multimodal
+        yield from _observed_multimodal(prefix, module, owner)
+        return
     for layer_type, buffer in _stock_tables(module).items():  # transformers
         scaling = getattr(module, "attention_scaling" if layer_type is None else f"{layer_type}_attention_scaling",
                           None)
@@ -491,6 +561,42 @@ def _served_tables(name: str, module: torch.nn.Module, rope: ModelRope) -> Itera
         layout = "neox" if cos.shape[1] not in widths and cos.shape[1] // 2 in widths else "half"
         yield ServedTable(f"{prefix}freqs_cos", "cache", _array(cos), _dtype_name(cos), sin=_array(sin),
                           layout=layout, layer_type=owner)
+
+
+_OBSERVED_ROWS = 2048
+"""Text positions a live multimodal module is run at, for its cos/sin."""
+
+
+def _call(module: torch.nn.Module, positions: torch.Tensor, layer_type: str | None) -> tuple[torch.Tensor, ...]:
+    x = torch.zeros(1, dtype=torch.float32)
+    with torch.no_grad():
+        found = module(x, positions) if layer_type is None else module(x, positions, layer_type)
+    return tuple(found)
+
+
+def _observed_multimodal(prefix: str, module: torch.nn.Module, owner: str | None) -> Iterator[ServedTable]:
+    """A transformers multimodal rotary module as it behaves, observed, not read from its buffers
+    (ERNIE-4.5-VL keeps ``inv_freq`` pre-permuted): cos/sin at text positions ``0..2047``, and which
+    axis drives each column (one axis moved at a time)."""
+    for layer_type in _stock_tables(module):
+        cos, sin = _call(module, torch.arange(_OBSERVED_ROWS)[None], layer_type)[:2]
+        axes = None
+        for count in (3, 2, 4, 5):
+            try:
+                drives = torch.zeros(cos.shape[-1], dtype=torch.int64)
+                for axis in range(count):
+                    moved = torch.zeros(count, 1, 1, dtype=torch.int64)
+                    moved[axis] = 1
+                    _, axis_sin = _call(module, moved, layer_type)[:2]
+                    drives[axis_sin.reshape(-1).abs() > 0] = axis
+            except (RuntimeError, IndexError, ValueError):  # it reads another number of axes
+                continue
+            axes = tuple(int(axis) for axis in drives)
+            break
+        name = "inv_freq" if layer_type is None else f"{layer_type}_inv_freq"
+        yield ServedTable(f"{prefix}{name} (observed cos/sin)", "cache", _array(cos.reshape(-1, cos.shape[-1])),
+                          _dtype_name(cos), sin=_array(sin.reshape(-1, sin.shape[-1])),
+                          layout=_stock_layout(module, layer_type), layer_type=layer_type or owner, axes=axes)
 
 
 def _attribute(rope: ModelRope, served: ServedTable, kind: str) -> ServedTable:
