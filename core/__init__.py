@@ -43,11 +43,15 @@ from .tables.table import ModelRope, RopeTable, SeqLenRule
 
 
 def __getattr__(name: str) -> Any:
-    """``apply_rotary`` is imported on first use: loading tables does not need it."""
+    """``apply_rotary`` and ``position_ids`` are imported on first use: loading tables needs neither."""
     if name == "apply_rotary":
         from .tables.rotary import apply_rotary
 
         return apply_rotary
+    if name == "position_ids":
+        from .positions import position_ids
+
+        return position_ids
     raise AttributeError(f"module 'ropekit' has no attribute {name!r}")
 
 __all__ = [
@@ -87,4 +91,5 @@ __all__ = [
     "hookimpl",
     "load",
     "plain_inv_freq",
+    "position_ids",
 ]

@@ -22,7 +22,7 @@ STAGES: tuple[frozenset[str], ...] = (
     frozenset({"ropekit.contract"}),
     frozenset({"ropekit.config", "ropekit.host"}),
     frozenset({"ropekit.tables"}),
-    frozenset({"ropekit.loader"}),
+    frozenset({"ropekit.loader", "ropekit.positions"}),
     frozenset({"ropekit.artifacts"}),
     frozenset({"ropekit.engines", "ropekit.tools"}),
     frozenset({"ropekit.cli"}),
