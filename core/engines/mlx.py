@@ -32,7 +32,7 @@ try:
 except ImportError:  # pragma: no cover - exercised only without mlx
     raise MissingDependencyError('ropekit.mlx needs mlx: pip install "ropekit[mlx]" (mlx[cpu] on Linux)') from None
 
-__all__ = ["FastRope", "RoPE", "audit_module", "fast_rope", "patch"]
+__all__ = ["FastRope", "RoPE", "audit_module", "cos_sin", "fast_rope", "patch"]
 
 ConfigLike = ModelRope | Mapping[str, Any] | str | os.PathLike[str]
 
@@ -58,6 +58,30 @@ def fast_rope(table: RopeTable) -> FastRope:
         periods = np.where(table.inv_freq > 0, 1.0 / np.maximum(table.inv_freq, 1e-300), np.inf)
     return FastRope(table.rotary_dim, mx.array(periods.astype(np.float32)), float(table.attention_factor),
                     table.layout == "gptj")
+
+
+def cos_sin(
+    table: RopeTable, positions: Any, *, dtype: Any = None, layout: str | None = None
+) -> tuple[mx.array, mx.array]:
+    """``(cos, sin)`` as MLX arrays: :meth:`RopeTable.cos_sin <ropekit.RopeTable.cos_sin>` (float64
+    angles, rounded once; attention factor applied) moved into MLX.
+
+    For a multimodal table, ``positions`` of shape ``(axes, seq)`` or ``(axes, batch, seq)``
+    (numpy or MLX integers) give ``(seq, width)`` / ``(batch, seq, width)``, each column from its
+    axis as the model's code composes them; 1-D positions are text positions. ``dtype``:
+    ``mx.float32`` (default) or ``mx.float16``, rounded once from float64; ``mx.bfloat16`` is
+    rounded from float32 (numpy has no bfloat16 without ``ml_dtypes``).
+    """
+    if not isinstance(table, RopeTable):
+        raise ArgumentTypeError("table", f"expected a ropekit.RopeTable, got {type(table).__name__}")
+    chosen = mx.float32 if dtype is None else dtype
+    numpy_dtype = {mx.float32: np.float32, mx.float16: np.float16, mx.bfloat16: np.float32}.get(chosen)
+    if numpy_dtype is None:
+        raise ArgumentError("dtype", f"expected mx.float32, mx.float16 or mx.bfloat16, got {dtype!r}")
+    if isinstance(positions, mx.array):
+        positions = np.array(positions)
+    cos, sin = table.cos_sin(positions, dtype=numpy_dtype, layout=cast(Any, layout))
+    return mx.array(cos).astype(chosen), mx.array(sin).astype(chosen)
 
 
 class RoPE(Module):

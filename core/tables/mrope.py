@@ -101,12 +101,14 @@ class MropeMap:
     differ from a text table), so 1-D positions need no gather.
     """
 
-    __slots__ = ("axes", "axis", "freq", "identity", "layout")
+    __slots__ = ("_plan", "axes", "axis", "freq", "half", "identity", "layout")
 
     def __init__(self, composition: str, section: Sequence[int], pairs: int, layout: str) -> None:
         problem = section_problem(composition, section, pairs)
         if problem is not None:
             raise ArgumentError("mrope_section", problem)
+        self.half: MropeMap | None = None
+        """The same composition at one column per pair (``None``: a pair's halves differ, HunYuan)."""
         if composition == "full_width":
             if layout != "neox":
                 raise ArgumentError("layout", f"HunYuan-style full-width sections cut the rotate-half width; a "
@@ -130,6 +132,17 @@ class MropeMap:
         usual = {"neox": list(range(pairs)) * 2, "gptj": [f for f in range(pairs) for _ in range(2)],
                  "half": list(range(pairs))}[layout]
         self.identity = freq == usual
+        if composition != "full_width":
+            self.half = self if layout == "half" else MropeMap(composition, section, pairs, "half")
+        self._plan: list[tuple[int, npt.NDArray[np.intp], list[tuple[Any, Any]]]] | None = None
+
+    def plan_by_axis(self) -> list[tuple[int, npt.NDArray[np.intp], list[tuple[Any, Any]]]]:
+        """Per axis: its distinct frequencies and the ``(column target, frequency source)``
+        segments placing them (strided slices where possible); computed once per map."""
+        if self._plan is None:
+            self._plan = [(axis, frequencies, _segments(columns, where))
+                          for axis, columns, frequencies, where in self.by_axis()]
+        return self._plan
 
     def by_axis(self) -> list[tuple[int, npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]]]:
         """Per axis that feeds some column: ``(axis, columns, frequencies, where)`` such that column
@@ -205,15 +218,99 @@ def mrope_cos_sin(
     else:
         cos, sin = _checked_out_nd(out, shape, chosen)
     flat_cos, flat_sin = cos.reshape(-1, width), sin.reshape(-1, width)
-    for axis, columns, frequencies, where in mapping.by_axis():
-        key = ("axis", axis)
+    half = mapping.half
+    if half is None:  # a pair's two halves follow different axes: fill the columns themselves
+        _fill_columns(inv_freq, attention_factor, mapping, rows, flat_cos, flat_sin, chosen, threads, plans, "half")
+    elif mapping.layout == "half":
+        _fill_columns(inv_freq, attention_factor, half, rows, flat_cos, flat_sin, chosen, threads, plans, "half")
+    else:  # each pair once at half width (row gathers into column blocks), then both of its columns
+        pairs = half.freq.shape[0]
+        half_cos = np.empty((rows.shape[1], pairs), dtype=chosen)
+        half_sin = np.empty((rows.shape[1], pairs), dtype=chosen)
+        _fill_columns(inv_freq, attention_factor, half, rows, half_cos, half_sin, chosen, threads, plans, "half")
+        if mapping.layout == "neox":
+            flat_cos[:, :pairs], flat_cos[:, pairs:] = half_cos, half_cos
+            flat_sin[:, :pairs], flat_sin[:, pairs:] = half_sin, half_sin
+        else:
+            flat_cos[:, 0::2], flat_cos[:, 1::2] = half_cos, half_cos
+            flat_sin[:, 0::2], flat_sin[:, 1::2] = half_sin, half_sin
+    return cos, sin
+
+
+def _fill_columns(
+    inv_freq: npt.NDArray[np.float64], attention_factor: float, mapping: MropeMap, rows: npt.NDArray[np.int64],
+    cos: npt.NDArray[Any], sin: npt.NDArray[Any], dtype: np.dtype[Any], threads: int | None, plans: dict[Any, Plan],
+    expand: str,
+) -> None:
+    """Each axis's columns of ``cos``/``sin``: that axis's frequencies evaluated over the run of
+    positions it spans (the fast contiguous path), then its rows gathered and placed, once per
+    column of the pair in ``expand`` (``neox``: ``c`` and ``c + pairs``; ``gptj``: ``2c``, ``2c + 1``;
+    ``half``: ``c``)."""
+    pairs = mapping.freq.shape[0]
+    for axis, frequencies, segments in mapping.plan_by_axis():
+        key = ("axis", axis, mapping.layout, frequencies.tobytes())
         plan = plans.get(key)
         if plan is None:
             plan = plans[key] = Plan(inv_freq[frequencies], attention_factor)
-        part_cos, part_sin = cos_sin(plan, 0.0, rows[axis], dtype=chosen, layout="half", threads=threads)
-        flat_cos[:, columns] = part_cos[:, where]
-        flat_sin[:, columns] = part_sin[:, where]
-    return cos, sin
+        positions = rows[axis]
+        low, high = int(positions.min()), int(positions.max())
+        if high - low < 2 * positions.shape[0] + 4096:  # a run about as long as the positions: evaluate it once
+            part_cos, part_sin = cos_sin(plan, 0.0, range(low, high + 1), dtype=dtype, layout="half", threads=threads)
+            offsets = positions - low
+        else:
+            part_cos, part_sin = cos_sin(plan, 0.0, positions, dtype=dtype, layout="half", threads=threads)
+            offsets = None
+        for target, source in segments:
+            for column in _expanded(target, expand, pairs):
+                if offsets is None:
+                    cos[:, column] = part_cos[:, source]
+                    sin[:, column] = part_sin[:, source]
+                elif isinstance(column, slice):  # rows gathered straight into the strided columns
+                    np.take(part_cos[:, source], offsets, axis=0, out=cos[:, column], mode="clip")
+                    np.take(part_sin[:, source], offsets, axis=0, out=sin[:, column], mode="clip")
+                else:
+                    cos[:, column] = np.take(part_cos[:, source], offsets, axis=0)
+                    sin[:, column] = np.take(part_sin[:, source], offsets, axis=0)
+
+
+def _expanded(target: Any, expand: str, pairs: int) -> list[Any]:
+    """The full-width columns of the pair slots ``target`` (a slice or an index array)."""
+    if expand == "half":
+        return [target]
+    if isinstance(target, slice):
+        start, stop, step = target.start, target.stop, target.step or 1
+        if expand == "neox":
+            return [target, slice(start + pairs, stop + pairs, step)]
+        return [slice(2 * start, 2 * stop - 1, 2 * step), slice(2 * start + 1, 2 * stop, 2 * step)]
+    if expand == "neox":
+        return [target, target + pairs]
+    return [2 * target, 2 * target + 1]
+
+
+def _segments(columns: npt.NDArray[np.intp], where: npt.NDArray[np.intp]) -> list[tuple[Any, Any]]:
+    """``(target, source)`` index pairs covering ``columns[j] <- where[j]``: strided slices where
+    both advance evenly (a section, an interleaved cycle: a strided copy), else index arrays."""
+    found: list[tuple[Any, Any]] = []
+    start, count = 0, columns.shape[0]
+    while start < count:
+        stop = start + 1
+        if stop < count and where[stop] == where[start] + 1:
+            step = int(columns[stop] - columns[start])
+            while (stop < count and step > 0 and columns[stop] - columns[stop - 1] == step
+                   and where[stop] == where[stop - 1] + 1):
+                stop += 1
+        else:
+            step = 1
+        if stop - start > 1:
+            found.append((slice(int(columns[start]), int(columns[stop - 1]) + 1, step),
+                          slice(int(where[start]), int(where[stop - 1]) + 1)))
+        else:
+            found.append((slice(int(columns[start]), int(columns[start]) + 1), slice(int(where[start]),
+                                                                                     int(where[start]) + 1)))
+        start = stop
+    if len(found) > 16:  # scattered columns: one gather beats many small copies
+        return [(columns, where)]
+    return found
 
 
 def _checked_out_nd(out: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[Any, Any]:

@@ -11,6 +11,8 @@ Layout of ``DIR``::
     manifest.txt         the same essentials as ``key value`` lines, for readers without JSON
     <NN>-<slug>.inv_freq.f64 / .npy               (and .seq<N>.f64 / .npy per extra length)
     <NN>-<slug>.cos.<f32|f16|f64> / .sin.* / .npy when --positions is given
+    <NN>-<slug>.mrope_axis.i32 / .mrope_freq.i32 / .npy   for a multimodal table: per cos/sin column
+                         (in the export's layout), the position axis and the inv_freq index it uses
 
 File names never come from config text unchecked: ``NN`` numbers the layer types and ``slug`` keeps
 at most 40 lowercase letters, digits and underscores of the name, so every name stays inside
@@ -48,7 +50,7 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "MAX_EXPORT_BYTES", "escape_name", "expor
 
 FORMAT = "ropekit-export"
 FORMAT_VERSION = 1
-_SUFFIX = {"float64": "f64", "float32": "f32", "float16": "f16"}
+_SUFFIX = {"float64": "f64", "float32": "f32", "float16": "f16", "int32": "i32"}
 MAX_EXPORT_BYTES = 8 << 30
 """The most an export writes (cos/sin caches included); more is refused before anything is written."""
 
@@ -105,6 +107,15 @@ def _layer(
         "layout": layout,
         "files": {"inv_freq": _write(directory, f"{stem}.inv_freq", table.inv_freq)},
     }
+    if table.mrope_composition is not None:
+        mapping = table._mrope_map(layout)
+        record["mrope"] = {
+            "composition": table.mrope_composition, "section": list(table.mrope_section or ()), "axes": mapping.axes,
+            "columns": int(mapping.axis.shape[0]),
+            "rule": "cos[c] = cos(positions[axis[c]] * inv_freq[freq[c]]) * attention_factor, column c of the layout",
+        }
+        record["files"]["mrope_axis"] = _write(directory, f"{stem}.mrope_axis", mapping.axis.astype(np.int32))
+        record["files"]["mrope_freq"] = _write(directory, f"{stem}.mrope_freq", mapping.freq.astype(np.int32))
     if positions:
         cos, sin = table.cos_sin(positions, dtype=dtype, layout=layout)
         record["files"]["cos"] = _write(directory, f"{stem}.cos", cos)
@@ -247,6 +258,12 @@ def _write_export(
                 f"head_dim {layer['head_dim']}", f"rotary_dim {layer['rotary_dim']}", f"pairs {layer['pairs']}",
                 f"attention_factor {layer['attention_factor']!r}", f"inv_freq {layer['files']['inv_freq']['path']}",
             ]
+            if "mrope" in layer:
+                fields += [] if "cos" in layer["files"] else [f"layout {layer['layout']}"]
+                fields += [f"mrope_axes {layer['mrope']['axes']}",
+                           f"mrope_columns {layer['mrope']['columns']}",
+                           f"mrope_axis {layer['files']['mrope_axis']['path']}",
+                           f"mrope_freq {layer['files']['mrope_freq']['path']}"]
             if "cos" in layer["files"]:
                 fields += [f"positions {layer['cos_sin_positions']}", f"cache_dtype {layer['files']['cos']['dtype']}",
                            f"layout {layer['layout']}", f"cos {layer['files']['cos']['path']}",

@@ -4,6 +4,7 @@
  *   cc -O2 -o rope_reader rope_reader.c -lm
  *   ropekit export config.json --out export/ --positions 4096
  *   ./rope_reader export/ 4000
+ *   ./rope_reader export/ 4000 17 250      (a multimodal export: one position per axis, T H W)
  *
  * The manifest is checked before anything is trusted: malformed records, file names that would leave
  * the export folder, and table files whose size differs from the manifest are refused (exit 2).
@@ -13,7 +14,13 @@
  * and, when the export carries a float32 cos/sin cache, checks the cached row against them.
  * There is no rope_type code here: llama3, yarn, longrope, proportional... all arrive as numbers.
  *
+ * A multimodal table (Qwen2-VL, Qwen3-VL, GLM-4V, ERNIE-4.5-VL...) also comes as numbers: per cos/sin
+ * column, the position axis and the inv_freq index it uses (mrope_axis / mrope_freq, int32). Given one
+ * position per axis the reader composes the row from the position streams; given one position, it is
+ * a text position (the same on every axis).
+ *
  * Output, one line per pair:   <layer> <pair> <cos> <sin>
+ * for a multimodal layer, one line per column:   <layer> mrope_column <column> <cos> <sin>
  * and per layer with a cache:  <layer> cache_max_abs_diff <value>
  */
 #include <math.h>
@@ -24,10 +31,12 @@
 
 #define MAX_LINE 4096
 #define MAX_PATH 2048
+#define MAX_AXES 8
 
 struct layer {
     char name[256], inv_freq[MAX_PATH], cos[MAX_PATH], sin[MAX_PATH], layout[16], cache_dtype[16];
-    long pairs, positions;
+    char mrope_axis[MAX_PATH], mrope_freq[MAX_PATH];
+    long pairs, positions, mrope_axes, mrope_columns;
     double attention_factor;
 };
 
@@ -112,10 +121,16 @@ static int parse_line(char *line, struct layer *layer) {
         else if (!strcmp(key, "layout")) bad = copy_token(layer->layout, sizeof layer->layout, value);
         else if (!strcmp(key, "cos")) bad = copy_token(layer->cos, sizeof layer->cos, value);
         else if (!strcmp(key, "sin")) bad = copy_token(layer->sin, sizeof layer->sin, value);
+        else if (!strcmp(key, "mrope_axes")) bad = (layer->mrope_axes = parse_count(value, MAX_AXES)) < 0;
+        else if (!strcmp(key, "mrope_columns")) bad = (layer->mrope_columns = parse_count(value, 1L << 21)) < 0;
+        else if (!strcmp(key, "mrope_axis")) bad = copy_token(layer->mrope_axis, sizeof layer->mrope_axis, value);
+        else if (!strcmp(key, "mrope_freq")) bad = copy_token(layer->mrope_freq, sizeof layer->mrope_freq, value);
         key = strtok_r(NULL, " \t\n", &save);
     }
     if (bad || layer->pairs <= 0 || !layer->name[0] || !safe_name(layer->inv_freq)) return -1;
     if (layer->cos[0] && (!safe_name(layer->cos) || !safe_name(layer->sin) || layer->positions <= 0)) return -1;
+    if (layer->mrope_axis[0] && (!safe_name(layer->mrope_axis) || !safe_name(layer->mrope_freq)
+                                 || layer->mrope_axes <= 0 || layer->mrope_columns <= 0)) return -1;
     return 0;
 }
 
@@ -123,6 +138,12 @@ static int parse_line(char *line, struct layer *layer) {
 static int check_sizes(const char *dir, const struct layer *layer) {
     if (file_size(dir, layer->inv_freq) != layer->pairs * 8) {
         fprintf(stderr, "rope_reader: %s/%s does not hold %ld float64 values\n", dir, layer->inv_freq, layer->pairs);
+        return -1;
+    }
+    if (layer->mrope_axis[0] && (file_size(dir, layer->mrope_axis) != layer->mrope_columns * 4
+                                 || file_size(dir, layer->mrope_freq) != layer->mrope_columns * 4)) {
+        fprintf(stderr, "rope_reader: the mrope column maps of %s are not %ld int32 values\n", layer->name,
+                layer->mrope_columns);
         return -1;
     }
     if (layer->cos[0]) {
@@ -135,6 +156,52 @@ static int check_sizes(const char *dir, const struct layer *layer) {
         }
     }
     return 0;
+}
+
+/* A multimodal layer: column c is cos(positions[axis[c]] * inv_freq[freq[c]]) * attention_factor. */
+static int serve_mrope(const char *dir, const struct layer *layer, const long *positions, int count) {
+    if (count != 1 && count != layer->mrope_axes) {
+        fprintf(stderr, "rope_reader: %s takes %ld positions (one per axis) or one text position, got %d\n",
+                layer->name, layer->mrope_axes, count);
+        return 2;
+    }
+    size_t columns = (size_t)layer->mrope_columns;
+    double *inv_freq = malloc(sizeof(double) * (size_t)layer->pairs);
+    int32_t *axis = malloc(sizeof(int32_t) * columns), *freq = malloc(sizeof(int32_t) * columns);
+    float *row = malloc(sizeof(float) * columns);
+    int status = 1;
+    if (!inv_freq || !axis || !freq || !row) goto done;
+    if (read_le(dir, layer->inv_freq, 0, inv_freq, (size_t)layer->pairs, sizeof(double))
+        || read_le(dir, layer->mrope_axis, 0, axis, columns, sizeof(int32_t))
+        || read_le(dir, layer->mrope_freq, 0, freq, columns, sizeof(int32_t))) goto done;
+    for (size_t c = 0; c < columns; c++)
+        if (axis[c] < 0 || axis[c] >= layer->mrope_axes || freq[c] < 0 || freq[c] >= layer->pairs) {
+            fprintf(stderr, "rope_reader: %s: column %zu names axis %d / frequency %d out of range\n", layer->name,
+                    c, (int)axis[c], (int)freq[c]);
+            status = 2;
+            goto done;
+        }
+    double worst = 0.0;
+    int check = layer->cos[0] && !strcmp(layer->cache_dtype, "float32") && count == 1
+                && positions[0] < layer->positions;
+    float *sin_row = check ? malloc(sizeof(float) * columns) : NULL;
+    if (check && (!sin_row || read_le(dir, layer->cos, positions[0] * (long)columns, row, columns, sizeof(float))
+                  || read_le(dir, layer->sin, positions[0] * (long)columns, sin_row, columns, sizeof(float)))) {
+        free(sin_row);
+        goto done;
+    }
+    for (size_t c = 0; c < columns; c++) {
+        double angle = (double)positions[count == 1 ? 0 : axis[c]] * inv_freq[freq[c]];
+        double cos_v = cos(angle) * layer->attention_factor, sin_v = sin(angle) * layer->attention_factor;
+        printf("%s mrope_column %zu %.17g %.17g\n", layer->name, c, cos_v, sin_v);
+        if (check) worst = fmax(worst, fmax(fabs(row[c] - cos_v), fabs(sin_row[c] - sin_v)));
+    }
+    if (check) printf("%s cache_max_abs_diff %.3g\n", layer->name, worst);
+    free(sin_row);
+    status = 0;
+done:
+    free(inv_freq); free(axis); free(freq); free(row);
+    return status;
 }
 
 static int serve(const char *dir, const struct layer *layer, long position) {
@@ -176,17 +243,26 @@ done:
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: rope_reader EXPORT_DIR POSITION\n");
+    if (argc < 3 || argc > 3 + MAX_AXES - 1) {
+        fprintf(stderr, "usage: rope_reader EXPORT_DIR POSITION [POSITION ...]  (one per axis for multimodal)\n");
         return 2;
     }
     char path[MAX_PATH + 16], line[MAX_LINE];
     snprintf(path, sizeof path, "%s/manifest.txt", argv[1]);
     FILE *manifest = fopen(path, "r");
     if (!manifest) { fprintf(stderr, "rope_reader: cannot open %s\n", path); return 2; }
-    char *end = NULL;
-    long position = strtol(argv[2], &end, 10);
-    if (!end || *end || position < 0) { fprintf(stderr, "rope_reader: POSITION must be a non-negative integer\n"); return 2; }
+    long positions[MAX_AXES];
+    int count = argc - 2;
+    for (int i = 0; i < count; i++) {
+        char *end = NULL;
+        positions[i] = strtol(argv[2 + i], &end, 10);
+        if (!end || *end || positions[i] < 0) {
+            fprintf(stderr, "rope_reader: POSITION must be a non-negative integer\n");
+            fclose(manifest);
+            return 2;
+        }
+    }
+    long position = positions[0];
     int layers = 0, status = 0;
     while (fgets(line, sizeof line, manifest)) {
         struct layer layer;
@@ -194,7 +270,13 @@ int main(int argc, char **argv) {
         if (line[0] == '#' || line[0] == '\n') continue;
         if (parse_line(line, &layer)) { fprintf(stderr, "rope_reader: bad manifest line\n"); status = 2; break; }
         if (check_sizes(argv[1], &layer)) { status = 2; break; }
-        if (serve(argv[1], &layer, position)) { status = 1; break; }
+        if (layer.mrope_axis[0]) {
+            if ((status = serve_mrope(argv[1], &layer, positions, count))) break;
+        } else if (count != 1) {
+            fprintf(stderr, "rope_reader: %s is a text table: give one position\n", layer.name);
+            status = 2;
+            break;
+        } else if (serve(argv[1], &layer, position)) { status = 1; break; }
         layers++;
     }
     fclose(manifest);

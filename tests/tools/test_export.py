@@ -209,3 +209,43 @@ def test_c_reader_rejects_a_malformed_or_lying_manifest(tmp_path: Path) -> None:
     inv = next(out.glob("*.inv_freq.f64"))
     inv.write_bytes(inv.read_bytes() + b"\0")  # a trailing byte: the table is not what the manifest says
     assert subprocess.run([str(binary), str(out), "3"], capture_output=True, check=False).returncode == 2
+
+
+# --- multimodal tables: the column maps are numbers too ------------------------------------------
+
+QWEN25_VL = {"model_type": "qwen2_5_vl_text", "hidden_size": 2048, "num_attention_heads": 16,
+             "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]}}
+ERNIE_VL = {"model_type": "ernie4_5_vl_moe_text", "hidden_size": 1024, "num_attention_heads": 8,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0, "mrope_section": [22, 22, 20]}}
+
+
+@pytest.mark.parametrize(("config", "layout"), [(QWEN25_VL, "neox"), (QWEN25_VL, "half"), (ERNIE_VL, None)])
+def test_c_reader_composes_multimodal_rows_from_three_position_streams(tmp_path: Path, config: Any,
+                                                                       layout: Any) -> None:
+    binary = _compiled_reader(tmp_path)
+    table = ropekit.load(config).table
+    manifest = export(ropekit.load(config), tmp_path / "export", positions=4096, layout=layout)
+    record = manifest["layers"]["full_attention"]
+    assert record["mrope"]["composition"] == table.mrope_composition and record["mrope"]["axes"] == 3
+    chosen = layout or table.layout
+    for positions in (["4000", "17", "250"], ["4000"]):
+        done = subprocess.run([str(binary), str(tmp_path / "export"), *positions], capture_output=True, text=True,
+                              check=True)
+        rows = [line.split() for line in done.stdout.splitlines()]
+        values = np.array([[float(row[3]), float(row[4])] for row in rows if row[1] == "mrope_column"])
+        where = np.array([[int(p)] for p in positions]) if len(positions) == 3 else [int(positions[0])]
+        cos, sin = table.cos_sin(where, dtype=np.float64, layout=chosen)
+        np.testing.assert_allclose(values[:, 0], cos[0], atol=1e-12)
+        np.testing.assert_allclose(values[:, 1], sin[0], atol=1e-12)
+        diffs = [float(row[2]) for row in rows if row[1] == "cache_max_abs_diff"]
+        assert diffs == ([] if len(positions) == 3 else [pytest.approx(0.0, abs=3e-7)])
+
+
+def test_c_reader_refuses_axis_counts_it_cannot_serve(tmp_path: Path) -> None:
+    binary = _compiled_reader(tmp_path)
+    export(ropekit.load(QWEN25_VL), tmp_path / "mm")
+    wrong = subprocess.run([str(binary), str(tmp_path / "mm"), "1", "2"], capture_output=True, text=True)
+    assert wrong.returncode == 2 and "takes 3 positions" in wrong.stderr
+    export(ropekit.load(SEED_CONFIG), tmp_path / "text")
+    text = subprocess.run([str(binary), str(tmp_path / "text"), "1", "2", "3"], capture_output=True, text=True)
+    assert text.returncode == 2 and "is a text table" in text.stderr
