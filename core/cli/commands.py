@@ -27,7 +27,9 @@ def cmd_table(args: argparse.Namespace) -> None:
     for name, table in model.tables.items():
         say(f"{name}: rope_type={table.rope_type} head_dim={table.head_dim} rotary_dim={table.rotary_dim} "
               f"layout={table.layout} attention_factor={table.attention_factor:.9g}"
-              + (f" seq_len={table.seq_len}" if table.seq_len else ""))
+              + (f" seq_len={table.seq_len}" if table.seq_len else "")
+              + (f" mrope={table.mrope_composition}:{','.join(map(str, table.mrope_section or ()))}"
+                 if table.mrope_composition else ""))
         for index, value in enumerate(table.inv_freq):
             say(f"  {index:4d}  {value:.17g}")
     _print_no_rope(model)
@@ -89,8 +91,9 @@ def cmd_inspect(args: argparse.Namespace) -> None:
         for key, value in table.params.items():
             shown = f"[{len(value)} values]" if isinstance(value, tuple) else repr(value)
             say(f"  {key} = {shown}")
-        if table.mrope_section:
-            say(f"  mrope_section = {list(table.mrope_section)} (interleaved: {table.mrope_interleaved})")
+        if table.mrope_composition:
+            say(f"  multimodal: {table.mrope_axes} position axes, {table.mrope_composition} sections "
+                f"{list(table.mrope_section or ())} (see docs/multimodal.md)")
         if table.seq_len_dependent:
             say(f"  depends on seq_len: {table.seq_len_rule}")
         freq = table.inv_freq
