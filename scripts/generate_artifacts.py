@@ -34,8 +34,13 @@ Run (from the repository root, in the venv holding the packages above)::
     python scripts/generate_artifacts.py --llama-cpp-src /tmp/lcpp/llama_cpp_python-0.3.36/vendor/llama.cpp
     # or: LLAMA_CPP_SRC=... python scripts/generate_artifacts.py [--only NAME ...] [--keep-work DIR]
 
-Nothing is downloaded: the tokenizer is a 96-piece SentencePiece model trained on a generated text, the weights
-are random (torch seed 0). With the versions above a re-run reproduces the committed files byte for byte. A case
+Nothing is downloaded: the tokenizer is a 96-piece SentencePiece model trained on a generated text (a 96-token BPE
+``tokenizer.json`` for the converters that read a GPT-2-style vocab: gpt-oss, llama4, gptneox, stablelm), the weights
+are random (torch seed 0). Those converters name the vocab's pre-tokenizer by hashing how it splits a test text and
+refuse one they do not know, so they run through ``BPE_RUNNER``, which names it "gpt-2" and changes nothing else.
+The per-layer cases (Gemma-3, SmolLM3, Llama-4, gpt-oss, StableLM, GPT-NeoX) record transformers' own per-layer plan
+in the manifest (``measured.transformers_layers``/``transformers_tables``); tests/artifacts/test_gguf_rules.py holds
+what llama.cpp serves per layer. With the versions above a re-run reproduces the committed files byte for byte. A case
 whose producer is known to fail (``known_failure``, e.g. Gemma-3 in the ORT builder) is recorded under ``failures``
 in the manifest and does not make the script exit non-zero.
 """
@@ -165,6 +170,7 @@ class Case:
     note: str
     args: list[str] = field(default_factory=list)  # extra producer arguments
     known_failure: str = ""  # the producer is known to fail on this case (recorded, not an error)
+    bpe: bool = False  # the converter reads a GPT-2-style (BPE) vocab: give the checkpoint a tokenizer.json
 
 
 def _llama(**rope: Any) -> dict[str, Any]:
@@ -229,6 +235,91 @@ def _gemma3() -> dict[str, Any]:
         "hidden_activation": "gelu_pytorch_tanh",
         "pad_token_id": 0,
     }
+
+
+# --- per-layer llama.cpp cases (tests/artifacts/test_gguf_rules.py) ---------------------------------------------
+
+
+def _gemma3_gguf() -> dict[str, Any]:
+    """Gemma-3 as llama.cpp lays it out: the converter writes no sliding_window_pattern, so llama.cpp uses its
+    default (5 sliding layers, then 1 global): six layers whose layer_types follow it."""
+    return {**_gemma3(), "num_hidden_layers": 6, "intermediate_size": 32,
+            "layer_types": ["sliding_attention"] * 5 + ["full_attention"]}
+
+
+def _smollm3(no_rope_layers: list[int] | None = None) -> dict[str, Any]:
+    cfg: dict[str, Any] = {
+        "architectures": ["SmolLM3ForCausalLM"],
+        "model_type": "smollm3",
+        **TINY,
+        "num_hidden_layers": 4,
+        "intermediate_size": 32,
+        "max_position_embeddings": 256,
+        "rope_theta": 10000.0,
+        "hidden_act": "silu",
+        "pad_token_id": 0,
+    }
+    if no_rope_layers is not None:
+        cfg["no_rope_layers"] = no_rope_layers
+    return cfg
+
+
+def _llama4_all_rope() -> dict[str, Any]:
+    """A text-only Llama-4 whose every layer rotates (MobileLLM-style: no chunked layers): the converter writes
+    attention.sliding_window 0, which makes llama.cpp's NoPE step n_layer, so the last layer loses RoPE."""
+    return {
+        "architectures": ["Llama4ForCausalLM"],
+        "model_type": "llama4_text",
+        **TINY,
+        "num_hidden_layers": 2,
+        "intermediate_size": 32,
+        "intermediate_size_mlp": 32,
+        "num_local_experts": 1,
+        "num_experts_per_tok": 1,
+        "interleave_moe_layer_step": 1,
+        "max_position_embeddings": 256,
+        "rope_theta": 10000.0,
+        "attention_chunk_size": None,
+        "no_rope_layers": [1, 1],
+        "layer_types": ["full_attention", "full_attention"],
+        "use_qk_norm": False,
+        "pad_token_id": 0,
+    }
+
+
+def _gpt_oss() -> dict[str, Any]:
+    """gpt-oss: yarn with truncate false on sliding and global layers alike (one rope block)."""
+    return {
+        "architectures": ["GptOssForCausalLM"],
+        "model_type": "gpt_oss",
+        **TINY,
+        "num_hidden_layers": 2,
+        "intermediate_size": 32,
+        "num_local_experts": 2,
+        "num_experts_per_tok": 1,
+        "max_position_embeddings": 1024,
+        "rope_theta": 150000.0,
+        "rope_scaling": {**YARN, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False},
+        "sliding_window": 16,
+        "layer_types": ["sliding_attention", "full_attention"],
+        "pad_token_id": 0,
+    }
+
+
+def _neox(model_type: str) -> dict[str, Any]:
+    """GPT-NeoX / StableLM with a rotary base other than 10000 (their converters write no rope.freq_base)."""
+    cfg: dict[str, Any] = {
+        **{k: v for k, v in TINY.items() if k != "head_dim"},
+        "num_hidden_layers": 2,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 256,
+        "layer_norm_eps": 1e-5,
+    }
+    if model_type == "gpt_neox":
+        return {**cfg, "architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox", "rotary_pct": 0.25,
+                "rotary_emb_base": 50000, "use_parallel_residual": True, "hidden_act": "gelu"}
+    return {**cfg, "architectures": ["StableLmForCausalLM"], "model_type": "stablelm", "partial_rotary_factor": 0.25,
+            "rope_theta": 50000.0, "use_qkv_bias": False, "hidden_act": "silu"}
 
 
 QWEN2_YARN_CONFIG: dict[str, Any] = {
@@ -351,6 +442,24 @@ CASES: list[Case] = [
         ["--outtype", "f16"],
     ),
     Case("gguf_qwen2_yarn_keys", "gguf-writer", QWEN2_YARN_CONFIG, "qwen2 GGUF with every yarn key (GGUFWriter)"),
+    Case("gguf_gemma3", "llama.cpp", _gemma3_gguf(), "Gemma-3: 5 sliding layers (theta 1e4) + 1 global (linear 8, "
+         "theta 1e6)", ["--outtype", "f16"]),
+    Case("gguf_smollm3", "llama.cpp", _smollm3(), "SmolLM3, default no_rope_layers (layer 3 NoPE)",
+         ["--outtype", "f16"]),
+    Case("gguf_smollm3_all_rope", "llama.cpp", _smollm3([1, 1, 1, 1]), "SmolLM3 whose every layer rotates "
+         "(llama.cpp still drops RoPE on layer 3)", ["--outtype", "f16"]),
+    Case("gguf_llama4_all_rope", "llama.cpp", _llama4_all_rope(), "Llama-4 text, every layer rotating, no chunked "
+         "layers (llama.cpp drops RoPE on the last layer)", ["--outtype", "f16"], bpe=True),
+    Case("gguf_gpt_oss_yarn", "llama.cpp", _gpt_oss(), "gpt-oss yarn factor 4, truncate false, sliding + full",
+         ["--outtype", "f16"], bpe=True),
+    Case("gguf_stablelm_base", "llama.cpp", _neox("stablelm"), "StableLM, rope_theta 50000, partial 0.25 (the "
+         "converter writes no rope.freq_base)", ["--outtype", "f16"], bpe=True),
+    Case("gguf_gptneox_base", "llama.cpp", _neox("gpt_neox"), "GPT-NeoX, rotary_emb_base 50000, rotary_pct 0.25",
+         ["--outtype", "f16"], bpe=True,
+         known_failure="the gptneox converter reads hparams['rotary_pct'], which transformers 5 folds into "
+         "rope_parameters (KeyError: 'rotary_pct'); see gguf_gptneox_keys"),
+    Case("gguf_gptneox_keys", "gguf-writer", _neox("gpt_neox"), "GPT-NeoX metadata exactly as its converter writes "
+         "it (no rope.freq_base): written with GGUFWriter because the converter fails under transformers 5"),
 ]
 
 
@@ -405,6 +514,20 @@ def train_tokenizer(work: Path) -> Path:
     return prefix.with_suffix(".model")
 
 
+def write_bpe_tokenizer(work: Path, ckpt: Path) -> None:
+    """A 96-token BPE ``tokenizer.json`` (whitespace pre-tokenizer) trained on the same generated text, for the
+    converters that read a GPT-2-style vocab (gpt-oss, llama4, gptneox, stablelm)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False)
+    tokenizer.train([str(work / "corpus.txt")], trainer)
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<s>",
+                            eos_token="</s>").save_pretrained(ckpt)
+
+
 def build_checkpoint(case: Case, sp_model: Path, work: Path) -> Path:
     """Write ``case.config`` as config.json, random weights (seed 0) and the tokenizer files."""
     import torch
@@ -422,8 +545,11 @@ def build_checkpoint(case: Case, sp_model: Path, work: Path) -> Path:
     model.save_pretrained(tmp)
     shutil.copy(tmp / "model.safetensors", ckpt / "model.safetensors")
     shutil.rmtree(tmp)
-    shutil.copy(sp_model, ckpt / "tokenizer.model")
-    LlamaTokenizer.from_pretrained(ckpt).save_pretrained(ckpt)
+    if case.bpe:
+        write_bpe_tokenizer(work, ckpt)
+    else:
+        shutil.copy(sp_model, ckpt / "tokenizer.model")
+        LlamaTokenizer.from_pretrained(ckpt).save_pretrained(ckpt)
     (ckpt / "config.json").write_text(json.dumps(case.config, indent=2) + "\n")  # keep the hub-style file
     return ckpt
 
@@ -462,14 +588,33 @@ def produce_onnx(case: Case, ckpt: Path, work: Path, dest: Path) -> list[str]:
     return ["python", "-m", "onnxruntime_genai.models.builder", "-i", "HF_DIR", "-o", "PACK", *case.args]
 
 
+# The converter names a GPT-2-style vocab's pre-tokenizer by hashing how it splits a test text and refuses a vocab it
+# does not recognise (a tiny trained one never is). This runner names it "gpt-2" and changes nothing else: the
+# pre-tokenizer name is vocab metadata, RoPE keys are written as usual.
+BPE_RUNNER = '''
+import runpy, sys
+src = sys.argv[1]
+sys.path[:0] = [src, src + "/gguf-py"]
+from conversion import base
+base.TextModel.get_vocab_base_pre = lambda self, tokenizer: "gpt-2"
+sys.argv = [src + "/convert_hf_to_gguf.py", *sys.argv[2:]]
+runpy.run_path(src + "/convert_hf_to_gguf.py", run_name="__main__")
+'''
+
+
 def produce_gguf(case: Case, ckpt: Path, work: Path, dest: Path, lcpp: Path) -> list[str]:
     out = work / "gguf" / f"{case.name}.gguf"
     out.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(lcpp / "gguf-py"))  # the gguf-py bundled with the converter
-    cmd = [sys.executable, str(lcpp / "convert_hf_to_gguf.py"), str(ckpt), "--outfile", str(out), *case.args]
+    args = [str(ckpt), "--outfile", str(out), *case.args]
+    if case.bpe:
+        cmd = [sys.executable, "-c", BPE_RUNNER, str(lcpp), *args]
+    else:
+        cmd = [sys.executable, str(lcpp / "convert_hf_to_gguf.py"), *args]
     run(cmd, cwd=lcpp, env=env)
     shutil.copy(out, dest / "model.gguf")
-    return ["python", "convert_hf_to_gguf.py", "HF_DIR", "--outfile", "model.gguf", *case.args]
+    prefix = ["python", "-c", "BPE_RUNNER", "LLAMA_CPP_SRC"] if case.bpe else ["python", "convert_hf_to_gguf.py"]
+    return [*prefix, "HF_DIR", "--outfile", "model.gguf", *case.args]
 
 
 def write_seed_gguf(case: Case, dest: Path) -> list[str]:
@@ -532,6 +677,37 @@ def write_yarn_keys_gguf(case: Case, dest: Path) -> list[str]:
     w.write_tensors_to_file()
     w.close()
     return ["gguf.GGUFWriter(arch='qwen2') -- see write_yarn_keys_gguf()"]
+
+
+def write_gptneox_gguf(case: Case, dest: Path) -> list[str]:
+    """GPT-NeoX metadata exactly as ``GPTNeoXModel.set_gguf_parameters`` writes it: no rope.freq_base, no scaling."""
+    import gguf
+
+    c = case.config
+    w = gguf.GGUFWriter(dest / "model.gguf", "gptneox")
+    w.add_name("tiny GPT-NeoX, rotary_emb_base 50000 (metadata only)")
+    w.add_context_length(c["max_position_embeddings"])
+    w.add_embedding_length(c["hidden_size"])
+    w.add_block_count(c["num_hidden_layers"])
+    w.add_feed_forward_length(c["intermediate_size"])
+    w.add_rope_dimension_count(int(c["rotary_pct"] * (c["hidden_size"] // c["num_attention_heads"])))
+    w.add_head_count(c["num_attention_heads"])
+    w.add_parallel_residual(c["use_parallel_residual"])
+    w.add_layer_norm_eps(c["layer_norm_eps"])
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_tensor("output_norm.weight", np.ones(c["hidden_size"], dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return ["gguf.GGUFWriter(arch='gptneox') -- see write_gptneox_gguf()"]
+
+
+WRITERS: dict[str, Callable[[Case, Path], list[str]]] = {
+    "gguf_seed_llama32_no_rope_freqs": write_seed_gguf,
+    "gguf_qwen2_yarn_keys": write_yarn_keys_gguf,
+    "gguf_gptneox_keys": write_gptneox_gguf,
+}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -872,6 +1048,40 @@ def measure_gguf(case: Case, dest: Path) -> dict[str, Any]:
     }
 
 
+PER_LAYER_CASES = {"gguf_gemma3", "gguf_smollm3", "gguf_smollm3_all_rope", "gguf_llama4_all_rope", "gguf_gpt_oss_yarn",
+                   "gguf_stablelm_base", "gguf_gptneox_keys"}
+
+
+def measure_gguf_layers(case: Case, dest: Path) -> dict[str, Any]:
+    """The file's RoPE keys and tensors, and transformers' side per layer: its layer type, whether its code rotates
+    that layer (``no_rope_layers``), and each layer type's reference table. What llama.cpp serves per layer is
+    ropekit's audit (tests/artifacts/test_gguf_rules.py), checked against this."""
+    from transformers import AutoConfig
+
+    kv, tensors = gguf_fields(dest / "model.gguf")
+    arch = kv["general.architecture"]
+    rope_kv = {
+        k: (v if not isinstance(v, float) else round(v, 7))
+        for k, v in kv.items()
+        if ".rope." in k or k.endswith((".context_length", ".attention.key_length", ".block_count"))
+        or ".sliding_window" in k
+    }
+    cfg = AutoConfig.from_pretrained(dest)
+    n_layer = cfg.num_hidden_layers
+    types = list(getattr(cfg, "layer_types", None) or ["full_attention"] * n_layer)
+    no_rope = getattr(cfg, "no_rope_layers", None)
+    layers = [{"index": i, "layer_type": types[i], "rotates": bool(no_rope[i]) if no_rope else True}
+              for i in range(n_layer)]
+    tables = {}
+    for layer_type in sorted(set(types)):
+        nested = layer_type if isinstance(cfg.rope_parameters, dict) and layer_type in cfg.rope_parameters else None
+        inv, attn, rope_type = hf_reference(dest, layer_type=nested)
+        tables[layer_type] = {"rope_type": rope_type, "attention_factor": round(attn, 6),
+                              "inv_freq": [float(f"{x:.9g}") for x in inv]}
+    return {"arch": arch, "rope_kv": rope_kv, "rope_tensors": sorted(n for n in tensors if n.startswith("rope_")),
+            "tensor_count": len(tensors), "transformers_layers": layers, "transformers_tables": tables}
+
+
 # ----------------------------------------------------------------------------------------------------------------
 
 
@@ -886,6 +1096,7 @@ def versions() -> dict[str, str]:
         "onnxruntime-genai",
         "gguf",
         "sentencepiece",
+        "tokenizers",
     ):
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             out[pkg] = importlib.metadata.version(pkg)
@@ -937,7 +1148,7 @@ def main(argv: list[str] | None = None) -> int:
     manifest.setdefault("artifacts", {})
     manifest["generator"] = "scripts/generate_artifacts.py"
     manifest["conventions"] = CONVENTIONS
-    manifest["package_versions"] = versions()
+    manifest["package_versions"] = {**manifest.get("package_versions", {}), **versions()}  # --only keeps the rest
     selected = [c for c in CASES if not args.only or c.name in args.only]
     failures: dict[str, str] = {}
     known: set[str] = set()
@@ -961,13 +1172,15 @@ def main(argv: list[str] | None = None) -> int:
                     cmd = produce_gguf(case, ckpt, work, dest, lcpp)
                     version = f"convert_hf_to_gguf.py from {lcpp_version(lcpp)}"
                 else:
-                    writer: Callable[[Case, Path], list[str]] = (
-                        write_seed_gguf if case.name.startswith("gguf_seed") else write_yarn_keys_gguf
-                    )
-                    cmd = writer(case, dest)
+                    cmd = WRITERS[case.name](case, dest)
                     version = f"gguf {importlib.metadata.version('gguf')} GGUFWriter"
                 (dest / "config.json").write_text(json.dumps(case.config, indent=2) + "\n")
-                measured = measure_onnx(case, dest) if case.producer == "ort-genai" else measure_gguf(case, dest)
+                if case.producer == "ort-genai":
+                    measured = measure_onnx(case, dest)
+                elif case.name in PER_LAYER_CASES:
+                    measured = measure_gguf_layers(case, dest)
+                else:
+                    measured = measure_gguf(case, dest)
             except Exception as exc:  # record and go on with the other producers
                 failures[case.name] = case.known_failure or str(exc)
                 if case.known_failure:

@@ -92,7 +92,7 @@ def audit_artifact(
         "layers": {},
     }
     if artifact.engine:
-        document["artifact"]["engine"] = artifact.engine
+        document["artifact"]["engine"] = {key: value for key, value in artifact.engine.items() if key != "layers"}
     if artifact.rules:
         document["engine_rules"] = list(artifact.rules)
     if artifact.flags:
@@ -101,7 +101,14 @@ def audit_artifact(
         document["verdict"] = "no_table"
         document["request"] = ("the artifact carries no RoPE table: its runtime builds its own. Dump the inv_freq or "
                                "cos/sin caches the forward uses (.npy) and audit those.")
+        if artifact.engine.get("refused"):
+            document["reason"] = artifact.engine["refused"]
+            document["request"] = (f"{artifact.engine['refused']}. Dump the inv_freq or cos/sin caches the forward "
+                                   "uses (.npy) and audit those.")
         document["layers"] = {name: {"verdict": "no_table"} for name in model.tables}
+        return document
+    if artifact.kind == "gguf" and "layers" in artifact.engine:
+        _audit_layers(model, artifact, document, layer_type, chosen, rtol)
         return document
     for served in _split_concatenated(model, artifact.tables):
         for name in _targets(model, served, layer_type):
@@ -114,6 +121,90 @@ def audit_artifact(
     verdicts = {layer["verdict"] for layer in document["layers"].values()}
     document["verdict"] = "mismatch" if "mismatch" in verdicts else "match"
     return document
+
+
+def _audit_layers(
+    model: ModelRope, artifact: ServedArtifact, document: dict[str, Any], layer_type: str | None,
+    positions: tuple[int, ...], rtol: float | None,
+) -> None:
+    """A GGUF, layer by layer: does each layer rotate where the config says, with the table of its
+    layer type? Fills ``document["artifact"]["layers"]`` (one entry per layer) and, per layer
+    type, ``document["layers"]``; any layer's mismatch makes the verdict a mismatch."""
+    tables = dict(zip(artifact.engine.get("caches", {}), artifact.tables, strict=True))
+    plan: list[dict[str, Any]] = artifact.engine["layers"]
+    count = len(model.layer_types)
+    if count and count != len(plan):
+        document.setdefault("flags", []).append(
+            f"the config declares {count} layers; the GGUF's block_count is {len(plan)}")
+    reports: dict[tuple[str, str], dict[str, Any]] = {}
+    entries: list[dict[str, Any]] = []
+    owners: list[str | None] = []  # per entry, the declared table's layer type (None: the layer has no RoPE)
+    for layer in plan:
+        entry = _layer_entry(model, layer, len(plan))
+        declared = entry.pop("_declared")
+        if layer_type is not None and (declared.layer_type if declared else entry["layer_type"]) != layer_type:
+            continue
+        owners.append(declared.layer_type if declared is not None else None)
+        if declared is not None and layer["rotates"]:
+            key = (str(layer["cache"]), declared.layer_type)
+            if key not in reports:
+                reports[key] = _audit_one(model, declared, tables[key[0]], artifact, positions, rtol)
+            report = reports[key]
+            cache = artifact.engine["caches"][key[0]]
+            entry["verdict"] = report["verdict"]
+            entry["reason"] = (
+                f"the declared {declared.layer_type} table ({declared.rope_type}) with llama.cpp's {key[0]} set "
+                f"(freq_base {cache['freq_base']:g}, freq_scale {cache['freq_scale']:g})"
+                if report["verdict"] == "match" else
+                f"layer {layer['index']} ({entry['layer_type']}) rotates with llama.cpp's {key[0]} set (freq_base "
+                f"{cache['freq_base']:g}, freq_scale {cache['freq_scale']:g}): {report['served_as']}")
+        entries.append(entry)
+    document["artifact"]["layers"] = entries
+    for (_, name), report in reports.items():
+        summary = document["layers"].setdefault(name, {"verdict": "match", "tables": []})
+        summary["tables"].append(report)
+        if report["verdict"] != "match":
+            summary["verdict"] = "mismatch"
+            summary.setdefault("served_as", report["served_as"])
+    for entry, owner in zip(entries, owners, strict=True):
+        if entry["verdict"] == "match" or entry["layer_type"] is None:  # None: a layer past the config's count
+            continue
+        summary = document["layers"].setdefault(owner or entry["layer_type"], {"verdict": "match", "tables": []})
+        if owner is None:
+            summary["no_rope"] = True
+        summary["verdict"] = "mismatch"
+        summary.setdefault("served_as", entry["reason"])
+    verdicts = {summary["verdict"] for summary in document["layers"].values()} | {e["verdict"] for e in entries}
+    document["verdict"] = "mismatch" if "mismatch" in verdicts or not entries else "match"
+
+
+def _layer_entry(model: ModelRope, layer: dict[str, Any], n_layer: int) -> dict[str, Any]:
+    """One layer's entry before its table is compared: what the config declares at that index
+    (``_declared``) and, when rotation alone decides, the verdict."""
+    index = int(layer["index"])
+    entry: dict[str, Any] = {"index": index, "layer_type": None}
+    entry.update((key, layer[key]) for key in ("rotates", "cache", "rotary_dim", "interleaved"))
+    try:
+        declared = model.for_layer(index)
+    except IndexError:
+        entry.update(verdict="mismatch", _declared=None,
+                     reason=f"layer {index}: the config declares {len(model.layer_types)} layers, the GGUF {n_layer}")
+        return entry
+    except LookupError as error:
+        raise ArgumentError("config", f"cannot tell which table layer {index} uses: {error}") from None
+    name = model.layer_types[index] if index < len(model.layer_types) else (
+        declared.layer_type if declared is not None else "full_attention")
+    entry.update(layer_type=name, _declared=declared, verdict="match", reason="")
+    why = f" ({layer['why']})" if layer.get("why") else ""
+    if declared is None and not layer["rotates"]:
+        entry["reason"] = f"no RoPE, as declared{why}"
+    elif declared is None:
+        entry.update(verdict="mismatch", reason=f"layer {index} ({name}) rotates in llama.cpp (its {layer['cache']} "
+                     "set) but the config declares no RoPE on it")
+    elif not layer["rotates"]:
+        entry.update(verdict="mismatch", reason=f"layer {index} ({name}) applies no RoPE in llama.cpp{why}; the config "
+                     f"declares {declared.rope_type} on it")
+    return entry
 
 
 def module_verdicts(document: dict[str, Any], owners: dict[str, str]) -> dict[str, str]:
@@ -317,7 +408,10 @@ def _cache_error(
     return result
 
 
-def _candidates(model: ModelRope, table: RopeTable, estimate: npt.NDArray[np.float64] | None) -> Iterator[Candidate]:
+def _candidates(
+    model: ModelRope, table: RopeTable, estimate: npt.NDArray[np.float64] | None,
+    artifact: ServedArtifact | None = None, served: ServedTable | None = None,
+) -> Iterator[Candidate]:
     """What a forward plausibly served instead of ``table``; fitted ones need an estimate."""
     theta, pairs = table.geometry.theta, len(table.inv_freq)
     yield Candidate(f"{table.rope_type} frequencies with attention factor 1.0 (declared "
@@ -328,6 +422,9 @@ def _candidates(model: ModelRope, table: RopeTable, estimate: npt.NDArray[np.flo
         if table.params.get("truncate", True):
             yield Candidate("yarn without truncation (ramp edges not rounded: the engine ignores truncate)",
                             table.with_params(truncate=False).inv_freq)
+        else:
+            yield Candidate("yarn with truncation (the correction range floored/ceiled: the engine ignores the "
+                            "config's truncate: false)", table.with_params(truncate=True).inv_freq)
         if (table.params.get("beta_fast"), table.params.get("beta_slow")) != (32.0, 1.0):
             yield Candidate("yarn with betas 32/1 (the engine ignores the config's beta_fast/beta_slow)",
                             table.with_params(beta_fast=32.0, beta_slow=1.0).inv_freq)
@@ -342,6 +439,7 @@ def _candidates(model: ModelRope, table: RopeTable, estimate: npt.NDArray[np.flo
     for name, other in model.tables.items():
         if name != table.layer_type and len(other.inv_freq) == pairs:
             yield Candidate(f"the {name} table ({other.rope_type})", other.inv_freq, other.attention_factor)
+    yield from _engine_candidates(table, artifact, served)
     if estimate is None or estimate.shape != (pairs,) or not np.all(np.isfinite(estimate)):
         return
     index = np.arange(pairs)
@@ -353,6 +451,25 @@ def _candidates(model: ModelRope, table: RopeTable, estimate: npt.NDArray[np.flo
     if np.all(estimate > 0):
         factor = float(np.median(plain / estimate))
         yield Candidate(f"linear: plain RoPE / {factor:.6g}, rope_theta {theta:g}", plain / factor)
+
+
+def _engine_candidates(
+    table: RopeTable, artifact: ServedArtifact | None, served: ServedTable | None
+) -> Iterator[Candidate]:
+    """A GGUF's own base: plain RoPE at the file's ``freq_base`` for the set ``served`` belongs to
+    (llama.cpp's default 10000 when the converter wrote none)."""
+    if artifact is None or served is None or artifact.kind != "gguf":
+        return
+    caches = artifact.engine.get("caches", {})
+    index = next((i for i, table_ in enumerate(artifact.tables) if table_ is served), None)
+    if index is None or index >= len(caches):
+        return
+    base = float(list(caches.values())[index]["freq_base"])
+    if base == table.geometry.theta:
+        return
+    note = "" if artifact.engine.get("freq_base_written", True) else " (rope.freq_base absent: llama.cpp's default)"
+    yield Candidate(f"plain RoPE at the file's freq_base {base:g}{note}, not the declared rope_theta "
+                    f"{table.geometry.theta:g}", plain_inv_freq(base, table.rotary_dim, len(table.inv_freq)))
 
 
 def _served_as(
@@ -376,7 +493,7 @@ def _served_as(
                 f"compares it with original_context_length {artifact.engine.get('original_context_length')}, not the "
                 "sequence length)")
     estimate = detail.get("served_inv_freq")
-    for candidate in _candidates(model, declared, estimate):
+    for candidate in _candidates(model, declared, estimate, artifact, served):
         if candidate.magnitude_only and candidate.magnitude == declared.attention_factor:
             continue
         target = attrs.evolve(declared, inv_freq=candidate.inv_freq,

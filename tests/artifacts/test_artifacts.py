@@ -43,6 +43,14 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "gguf_phi3_longrope": ("mismatch", "llama.cpp's n_ctx rule"),
     "gguf_qwen2_yarn_keys": ("mismatch", "attention factor 1.13863 (declared 1.2)"),
     "gguf_seed_llama32_no_rope_freqs": ("mismatch", "plain RoPE, rope_theta 500000 (the llama3 scaling dropped)"),
+    # per-layer llama.cpp rules (tests/artifacts/test_gguf_rules.py has the per-layer expectations)
+    "gguf_gemma3": ("match", ""),
+    "gguf_smollm3": ("match", ""),
+    "gguf_smollm3_all_rope": ("mismatch", "layer 3 (full_attention) applies no RoPE in llama.cpp"),
+    "gguf_llama4_all_rope": ("mismatch", "drops RoPE on the last layer"),
+    "gguf_gpt_oss_yarn": ("mismatch", "yarn with truncation"),
+    "gguf_stablelm_base": ("mismatch", "plain RoPE at the file's freq_base 10000"),
+    "gguf_gptneox_keys": ("mismatch", "plain RoPE at the file's freq_base 10000"),
 }
 
 

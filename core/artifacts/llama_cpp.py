@@ -1,0 +1,225 @@
+"""llama.cpp's RoPE rules per architecture and per layer, as its source states them.
+
+Read from the llama.cpp copy vendored in the llama-cpp-python 0.3.36 sdist
+(:data:`LLAMA_CPP_SOURCE`): ``src/llama-model.cpp`` (common hparams, ``llama_model_rope_type``,
+``get_rope_freq_base``/``get_rope_freq_scale``: SWA layers use the ``_swa`` values),
+``src/models/<arch>.cpp`` (each architecture's ``load_arch_hparams`` and graph: which layers call
+``ggml_rope_ext`` and with which base, scale and frequency factors), ``src/llama-hparams.cpp``
+(``set_swa_pattern``, ``n_rot(il)``) and ``src/llama-context.cpp`` (the YaRN magnitude).
+
+:data:`ARCHITECTURES` holds one :class:`Arch` per ``general.architecture`` the audit knows; any
+other architecture is refused by name (:func:`unknown_architecture`), never judged by Llama's
+rules. :func:`layer_plan` lays out, for one file, which layers are SWA and which rotate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+import attrs
+
+__all__ = ["ARCHITECTURES", "LLAMA_CPP_SOURCE", "Arch", "LayerPlan", "Swa", "layer_plan", "unknown_architecture"]
+
+LLAMA_CPP_SOURCE = "llama.cpp as vendored in llama-cpp-python 0.3.36"
+"""The source the rules below were read from."""
+
+Rotates = Literal["all", "swa", "llama4", "smollm3", "finetuned"]
+
+
+@attrs.frozen
+class Swa:
+    """How an architecture lays out its sliding-window (SWA) layers and what they rotate with.
+
+    ``pattern``/``dense_first`` are ``load_swa_pattern``'s defaults (a file's
+    ``attention.sliding_window_pattern``, a bool array or a period, overrides them); ``when`` says
+    when the loader turns SWA on (``always``; ``window``: ``attention.sliding_window`` > 0;
+    ``layers64``: exaone4 at 64 layers; ``llama4``: unless ``attention.sliding_window`` is 0).
+    ``base`` is the SWA base before ``rope.freq_base_swa`` is read: ``default`` (hparams' 10000)
+    or ``global`` (copied from ``rope.freq_base``); ``scale`` is ``one`` or ``global``.
+    ``per_layer``: the graph passes SWA layers the SWA base/scale; otherwise every layer rotates
+    with the global ones. ``plain``: SWA layers rotate with scale 1, no YaRN and magnitude 1 (olmo2).
+    """
+
+    pattern: int
+    dense_first: bool = False
+    when: Literal["always", "window", "layers64", "llama4"] = "always"
+    base: Literal["default", "global"] = "global"
+    scale: Literal["one", "global"] = "global"
+    per_layer: bool = True
+    plain: bool = False
+
+
+@attrs.frozen
+class Arch:
+    """llama.cpp's RoPE rules for one architecture.
+
+    ``neox`` is ``llama_model_rope_type`` (NEOX: pairs ``i, i + n_rot/2``; NORM: adjacent pairs,
+    the converter permuting Q/K to match); ``factors``: the graph passes ``rope_freqs`` /
+    ``rope_factors_long|short`` (otherwise they are ignored); ``rotates``: which layers apply RoPE
+    (``all``, ``swa`` only, llama4's or smollm3's NoPE step, or ``finetuned``: granite's
+    ``rope.scaling.finetuned`` switch); ``betas``: the YaRN beta defaults when the loader reads
+    the file's beta keys (``None``: 32/1 whatever the file says); ``ext_attn``: it reads
+    ``yarn_ext_factor`` and ``yarn_attn_factor``; ``log_mul``: it reads ``yarn_log_multiplier``,
+    divided by this; ``head_rot``: the loader refuses an ``n_rot`` other than the head size;
+    ``not_written``: RoPE facts the converter never writes (what llama.cpp then assumes).
+    """
+
+    name: str
+    source: str
+    neox: bool
+    factors: bool = False
+    swa: Swa | None = None
+    rotates: Rotates = "all"
+    betas: tuple[float, float] | None = None
+    ext_attn: bool = False
+    log_mul: float | None = None
+    head_rot: bool = False
+    not_written: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class LayerPlan:
+    """Per layer of one file: SWA or not, rotating or not, and why (one line per layer)."""
+
+    swa: tuple[bool, ...]
+    rotates: tuple[bool, ...]
+    why: tuple[str, ...]
+    swa_on: bool
+    notes: tuple[str, ...] = ()
+
+
+_NO_BASE = "rope.freq_base (llama.cpp serves 10000)"
+_NO_SCALING = "rope.scaling.* (any declared scaling is served plain)"
+
+
+def _arch(name: str, source: str, neox: bool, **rules: Any) -> tuple[str, Arch]:
+    return name, Arch(name, f"src/models/{source}.cpp", neox, **rules)
+
+
+ARCHITECTURES: dict[str, Arch] = dict((
+    # all layers rotate with the global base and scale
+    _arch("llama", "llama", False, factors=True, head_rot=True),
+    _arch("deepseek", "deepseek", False, factors=True),
+    _arch("exaone", "exaone", True, factors=True),
+    _arch("phi3", "phi3", True, factors=True),
+    _arch("arcee", "arcee", False, factors=True),
+    _arch("mistral3", "mistral3", False, factors=True, betas=(32.0, 1.0), log_mul=1.0),
+    _arch("granite", "granite", False, factors=True, rotates="finetuned"),
+    _arch("qwen2", "qwen2", True),
+    _arch("qwen2moe", "qwen2moe", True),
+    _arch("qwen3", "qwen3", True),
+    _arch("qwen3moe", "qwen3moe", True),
+    _arch("gemma", "gemma", True, not_written=(_NO_BASE, _NO_SCALING)),
+    _arch("starcoder2", "starcoder2", True),
+    _arch("stablelm", "stablelm", True, not_written=(_NO_BASE, _NO_SCALING)),
+    _arch("gptneox", "gptneox", True, not_written=(_NO_BASE, _NO_SCALING)),
+    _arch("olmo", "olmo", False),
+    _arch("olmoe", "olmoe", True),
+    _arch("internlm2", "internlm2", False),
+    _arch("phi2", "phi2", True),
+    _arch("command-r", "command-r", False, not_written=("rope.scaling.type is written as none: scale 1",)),
+    _arch("falcon", "falcon", True, head_rot=True),
+    _arch("baichuan", "baichuan", False),
+    _arch("orion", "orion", True),
+    _arch("xverse", "xverse", False),
+    _arch("bitnet", "bitnet", True),
+    _arch("codeshell", "codeshell", True),
+    _arch("nemotron", "nemotron", True),
+    _arch("seed_oss", "seed-oss", True),
+    _arch("dots1", "dots1", True),
+    _arch("ernie4_5", "ernie4-5", False),
+    _arch("grok", "grok", True, betas=(8.0, 1.0), ext_attn=True),
+    _arch("deepseek2", "deepseek2", False, log_mul=0.1),
+    # NoPE layers
+    _arch("smollm3", "smollm3", False, rotates="smollm3",
+          not_written=("no_rope_layers (llama.cpp drops RoPE on every 4th layer, (il + 1) % 4 == 0)",)),
+    _arch("llama4", "llama4", False, factors=True, rotates="llama4",
+          swa=Swa(4, when="llama4"),
+          not_written=("no_rope_layers (llama.cpp: every 4th layer, or the last one when attention.sliding_window "
+                       "is 0)",)),
+    # sliding-window layers
+    _arch("gemma2", "gemma2", True, swa=Swa(2), not_written=(_NO_BASE, _NO_SCALING, "sliding_window_pattern (2)")),
+    _arch("gemma3", "gemma3", True, swa=Swa(6, when="window", base="default", scale="one"),
+          not_written=("sliding_window_pattern (llama.cpp: 5 sliding, 1 global)",
+                       "the sliding layers' scaling (scale 1)")),
+    _arch("gpt-oss", "openai-moe", True, swa=Swa(2),
+          not_written=("yarn truncate (ggml always truncates the correction range)",)),
+    _arch("cohere2", "cohere2", False, factors=True, rotates="swa", swa=Swa(4, per_layer=False),
+          not_written=("sliding_window_pattern (4)", "rope.scaling.type is written as none: scale 1")),
+    _arch("olmo2", "olmo2", True, swa=Swa(4, when="window", scale="one", per_layer=False, plain=True)),
+    _arch("exaone4", "exaone4", True, factors=True, rotates="swa", swa=Swa(4, when="layers64", per_layer=False)),
+))
+"""Every architecture the audit rebuilds per layer; the rest are refused by name."""
+
+
+def unknown_architecture(arch: str) -> str:
+    """The refusal for an architecture without rules here: what the audit would need, and what it knows."""
+    return (f"audit does not know llama.cpp's rules for architecture {arch!r} ({LLAMA_CPP_SOURCE}); it rebuilds only "
+            f"{', '.join(sorted(ARCHITECTURES))}: dump the tables the forward uses and audit those")
+
+
+Read = Callable[[str], Any]
+"""Reads one ``{arch}.`` key (without the prefix): its value, or ``None`` when absent."""
+
+
+def layer_plan(rules: Arch, n_layer: int, read: Read) -> LayerPlan:
+    """Which of ``n_layer`` layers are SWA and which rotate, as ``rules``' loader and graph decide from the keys."""
+    swa_on, swa, notes = _swa_layers(rules, n_layer, read)
+    rotates: list[bool] = []
+    why: list[str] = []
+    for il in range(n_layer):
+        on, reason = _rotates(rules, il, n_layer, swa_on, swa[il], read)
+        rotates.append(on)
+        why.append(reason)
+    return LayerPlan(tuple(swa), tuple(rotates), tuple(why), swa_on, tuple(notes))
+
+
+def _swa_layers(rules: Arch, n_layer: int, read: Read) -> tuple[bool, list[bool], list[str]]:
+    spec = rules.swa
+    off = [False] * n_layer
+    if spec is None:
+        return False, off, []
+    window = read("attention.sliding_window")
+    if spec.when == "window" and not (isinstance(window, int) and window > 0):
+        return False, off, ["attention.sliding_window absent or 0: no sliding layers"]
+    if spec.when == "layers64" and n_layer != 64:
+        return False, off, [f"{rules.name} turns sliding layers on only at 64 layers (this file has {n_layer})"]
+    if spec.when == "llama4" and window == 0:
+        return False, off, ["attention.sliding_window is 0: no chunked layers, RoPE dropped on the last layer"]
+    pattern = read("attention.sliding_window_pattern")
+    if isinstance(pattern, list):
+        flags = [bool(value) for value in pattern[:n_layer]] + [False] * max(0, n_layer - len(pattern))
+        return True, flags, [f"attention.sliding_window_pattern: {sum(flags)} of {n_layer} layers sliding"]
+    stated = isinstance(pattern, int) and not isinstance(pattern, bool)
+    period = int(pattern) if stated else spec.pattern
+    if spec.dense_first:
+        flags = [period == 0 or il % period != 0 for il in range(n_layer)]
+    else:
+        flags = [period == 0 or il % period < period - 1 for il in range(n_layer)]
+    source = "attention.sliding_window_pattern" if stated else f"{rules.name}'s default pattern"
+    return True, flags, [f"{source} {period}: {sum(flags)} of {n_layer} layers sliding"]
+
+
+def _rotates(rules: Arch, il: int, n_layer: int, swa_on: bool, is_swa: bool, read: Read) -> tuple[bool, str]:
+    if rules.rotates == "swa":
+        if not swa_on:
+            return True, ""
+        return (True, "") if is_swa else (False, f"{rules.name}: only sliding layers rotate ({rules.source})")
+    if rules.rotates == "smollm3":
+        on = (il + 1) % 4 != 0
+        return on, "" if on else f"smollm3: RoPE dropped where (il + 1) % 4 == 0 ({rules.source})"
+    if rules.rotates == "llama4":
+        step = n_layer if read("attention.sliding_window") == 0 else 4
+        on = step > 0 and (il + 1) % step != 0
+        if on:
+            return True, ""
+        if step == n_layer:
+            return False, (f"llama4: attention.sliding_window 0 sets n_no_rope_layer_step = n_layer ({n_layer}), so "
+                           "(il + 1) % step == 0 drops RoPE on the last layer")
+        return False, f"llama4: n_no_rope_layer_step 4, RoPE dropped where (il + 1) % 4 == 0 ({rules.source})"
+    if rules.rotates == "finetuned":
+        finetuned = read("rope.scaling.finetuned")
+        on = finetuned is None or bool(finetuned)
+        return on, "" if on else "granite: rope.scaling.finetuned is false, which turns RoPE off on every layer"
+    return True, ""

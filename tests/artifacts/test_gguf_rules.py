@@ -1,0 +1,261 @@
+"""llama.cpp's per-architecture, per-layer RoPE rules in ``ropekit audit`` (issue #24).
+
+The ``gguf_*`` artifacts named below were made by llama.cpp's own ``convert_hf_to_gguf.py``
+(llama-cpp-python 0.3.36) from tiny random checkpoints (``scripts/generate_artifacts.py``); each is
+audited against the config it was converted from, kept beside it. The edge cases below them are
+GGUFs written with ``gguf.GGUFWriter``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ropekit
+from ropekit.artifacts.audit import audit_artifact
+from ropekit.artifacts.llama_cpp import ARCHITECTURES
+from ropekit.artifacts.read import read_artifact
+
+from ..support import ARTIFACTS
+
+gguf = pytest.importorskip("gguf", reason="the gguf reader extra (ropekit[gguf]) is not installed")
+
+# artifact: (verdict, {layer index: (rotates, cache, verdict)}, words the mismatching layers' reasons hold)
+PRODUCED: dict[str, tuple[str, dict[int, tuple[bool, str | None, str]], str]] = {
+    "gguf_gemma3": ("match", {0: (True, "swa", "match"), 4: (True, "swa", "match"), 5: (True, "global", "match")},
+                    ""),
+    "gguf_smollm3": ("match", {2: (True, "global", "match"), 3: (False, None, "match")}, ""),
+    "gguf_smollm3_all_rope": ("mismatch", {2: (True, "global", "match"), 3: (False, None, "mismatch")},
+                              "layer 3 (full_attention) applies no RoPE in llama.cpp (smollm3: RoPE dropped where "
+                              "(il + 1) % 4 == 0"),
+    "gguf_llama4_all_rope": ("mismatch", {0: (True, "global", "match"), 1: (False, None, "mismatch")},
+                             "drops RoPE on the last layer"),
+    "gguf_gpt_oss_yarn": ("mismatch", {0: (True, "swa", "mismatch"), 1: (True, "global", "mismatch")},
+                          "yarn with truncation"),
+    "gguf_stablelm_base": ("mismatch", {0: (True, "global", "mismatch")},
+                           "plain RoPE at the file's freq_base 10000 (rope.freq_base absent: llama.cpp's default), "
+                           "not the declared rope_theta 50000"),
+    "gguf_gptneox_keys": ("mismatch", {1: (True, "global", "mismatch")}, "plain RoPE at the file's freq_base 10000"),
+}
+LAYER_KEYS = {"index", "layer_type", "rotates", "cache", "rotary_dim", "interleaved", "verdict", "reason"}
+
+
+def _audit(name: str, **kwargs: Any) -> dict[str, Any]:
+    folder = ARTIFACTS / name
+    return audit_artifact(ropekit.load(folder / "config.json"), read_artifact(folder / "model.gguf", **kwargs))
+
+
+@pytest.mark.parametrize("name", sorted(PRODUCED))
+def test_each_converted_checkpoint_is_audited_per_layer(name: str) -> None:
+    verdict, layers, words = PRODUCED[name]
+    report = _audit(name)
+    assert report["verdict"] == verdict
+    entries = report["artifact"]["layers"]
+    assert [entry["index"] for entry in entries] == list(range(len(entries)))
+    assert all(set(entry) == LAYER_KEYS for entry in entries)
+    for index, (rotates, cache, layer_verdict) in layers.items():
+        entry = entries[index]
+        assert (entry["rotates"], entry["cache"], entry["verdict"]) == (rotates, cache, layer_verdict), entry
+        if layer_verdict == "mismatch":
+            assert words in entry["reason"] and f"layer {index}" in entry["reason"]
+    if verdict == "mismatch":
+        assert any(words in layer.get("served_as", "") for layer in report["layers"].values())
+    json.dumps(report, allow_nan=False)
+
+
+def test_the_declared_plan_is_transformers_plan() -> None:
+    """What the configs declare per layer (``ropekit.load``) is what transformers' code does (measured by the
+    generator from transformers' own config classes): the audit's reference is right."""
+    manifest = json.loads((ARTIFACTS / "MANIFEST.json").read_text())["artifacts"]
+    for name in PRODUCED:
+        model = ropekit.load(ARTIFACTS / name / "config.json")
+        for layer in manifest[name]["measured"]["transformers_layers"]:
+            declared = model.for_layer(layer["index"])
+            assert (declared is not None) == layer["rotates"], (name, layer)
+            if declared is not None:
+                table = manifest[name]["measured"]["transformers_tables"][layer["layer_type"]]
+                assert declared.inv_freq == pytest.approx(table["inv_freq"], rel=1e-6), (name, layer)
+
+
+def test_gemma3_sliding_layers_use_the_swa_base_and_scale_1() -> None:
+    artifact = read_artifact(ARTIFACTS / "gguf_gemma3" / "model.gguf")
+    assert artifact.engine["caches"] == {"global": {"freq_base": 1e6, "freq_scale": 0.125},
+                                         "swa": {"freq_base": 1e4, "freq_scale": 1.0}}
+    assert artifact.engine["rope_mode"] == "neox"
+    assert [layer["swa"] for layer in artifact.engine["layers"]] == [True] * 5 + [False]
+    report = _audit("gguf_gemma3")
+    assert set(report["layers"]) == {"sliding_attention", "full_attention"}
+    assert report["artifact"]["layers"][5]["interleaved"] is False
+
+
+def test_interleaved_follows_llama_cpp_rope_mode() -> None:
+    entry = _audit("gguf_smollm3")["artifact"]["layers"][0]
+    assert entry["interleaved"] is True and entry["rotary_dim"] == 32
+
+
+# --- edge cases written with GGUFWriter ---------------------------------------------------------------------------
+
+
+def _write(path: Path, arch: str, keys: dict[str, Any]) -> Path:
+    writer = gguf.GGUFWriter(str(path), arch)
+    for key, value in keys.items():
+        name = f"{arch}.{key}"
+        if isinstance(value, bool):
+            writer.add_bool(name, value)
+        elif isinstance(value, int):
+            writer.add_uint32(name, value)
+        elif isinstance(value, float):
+            writer.add_float32(name, value)
+        elif isinstance(value, str):
+            writer.add_string(name, value)
+        else:
+            writer.add_array(name, value)
+    import numpy as np
+
+    writer.add_tensor("output_norm.weight", np.ones(4, dtype=np.float32))
+    for write in (writer.write_header_to_file, writer.write_kv_data_to_file, writer.write_tensors_to_file):
+        write()
+    writer.close()
+    return path
+
+
+GEOMETRY = {"embedding_length": 64, "attention.head_count": 2, "attention.key_length": 32, "context_length": 256}
+GEMMA3 = {"model_type": "gemma3_text", "hidden_size": 64, "num_attention_heads": 2, "head_dim": 32,
+          "num_hidden_layers": 6, "max_position_embeddings": 256, "rope_theta": 1e6, "rope_local_base_freq": 1e4,
+          "sliding_window": 16, "layer_types": ["sliding_attention"] * 5 + ["full_attention"]}
+
+
+def _gemma3_file(tmp_path: Path, **keys: Any) -> Path:
+    return _write(tmp_path / "gemma3.gguf", "gemma3", {**GEOMETRY, "block_count": 6, "rope.freq_base": 1e6,
+                                                       "attention.sliding_window": 16, **keys})
+
+
+def test_gemma3_without_freq_base_swa_serves_10000(tmp_path: Path) -> None:
+    path = _gemma3_file(tmp_path)
+    assert audit_artifact(ropekit.load(GEMMA3), read_artifact(path))["verdict"] == "match"
+    report = audit_artifact(ropekit.load({**GEMMA3, "rope_local_base_freq": 20000.0}), read_artifact(path))
+    assert report["verdict"] == "mismatch"
+    assert [entry["verdict"] for entry in report["artifact"]["layers"]] == ["mismatch"] * 5 + ["match"]
+    assert "plain RoPE at the file's freq_base 10000" in report["artifact"]["layers"][0]["reason"]
+
+
+def test_a_sliding_layer_with_the_global_base_is_named(tmp_path: Path) -> None:
+    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(_gemma3_file(tmp_path, **{"rope.freq_base_swa": 1e6})))
+    first = report["artifact"]["layers"][0]
+    assert report["verdict"] == "mismatch" and first["verdict"] == "mismatch"
+    assert first["reason"].startswith("layer 0 (sliding_attention) rotates with llama.cpp's swa set (freq_base 1e+06")
+    assert "the full_attention table (default)" in first["reason"]
+
+
+def test_a_global_layer_with_the_sliding_base_is_named(tmp_path: Path) -> None:
+    path = _gemma3_file(tmp_path, **{"attention.sliding_window_pattern": [True] * 6})
+    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path))
+    last = report["artifact"]["layers"][5]
+    assert (last["cache"], last["verdict"]) == ("swa", "mismatch")
+    assert "layer 5 (full_attention)" in last["reason"] and "the sliding_attention table" in last["reason"]
+    assert report["layers"]["full_attention"]["verdict"] == "mismatch"
+
+
+def test_gemma3_without_a_window_has_no_sliding_layers(tmp_path: Path) -> None:
+    path = _write(tmp_path / "g.gguf", "gemma3", {**GEOMETRY, "block_count": 6, "rope.freq_base": 1e6})
+    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path))
+    assert {entry["cache"] for entry in report["artifact"]["layers"]} == {"global"}
+    assert report["layers"]["sliding_attention"]["verdict"] == "mismatch"
+
+
+def test_llama4_nope_step_and_its_last_layer_edge_case(tmp_path: Path) -> None:
+    config = {"model_type": "llama4_text", "hidden_size": 64, "num_attention_heads": 2, "head_dim": 32,
+              "num_hidden_layers": 8, "rope_theta": 10000.0, "max_position_embeddings": 256}
+    chunked = _write(tmp_path / "a.gguf", "llama4", {**GEOMETRY, "block_count": 8, "rope.dimension_count": 32})
+    report = audit_artifact(ropekit.load(config), read_artifact(chunked))
+    assert report["verdict"] == "match"
+    assert [e["rotates"] for e in report["artifact"]["layers"]] == [True, True, True, False] * 2
+    every = _write(tmp_path / "b.gguf", "llama4", {**GEOMETRY, "block_count": 8, "attention.sliding_window": 0})
+    all_rope = ropekit.load({**config, "no_rope_layers": [1] * 8})
+    report = audit_artifact(all_rope, read_artifact(every))
+    assert [e["verdict"] for e in report["artifact"]["layers"]] == ["match"] * 7 + ["mismatch"]
+    assert "n_no_rope_layer_step = n_layer (8)" in report["layers"]["full_attention"]["served_as"]
+
+
+def test_cohere2_rotates_only_its_sliding_layers(tmp_path: Path) -> None:
+    config = {"model_type": "cohere2", "hidden_size": 64, "num_attention_heads": 2, "head_dim": 32,
+              "num_hidden_layers": 4, "rope_theta": 10000.0, "max_position_embeddings": 256}
+    keys = {**GEOMETRY, "block_count": 4, "attention.sliding_window": 16, "rope.scaling.type": "none"}
+    report = audit_artifact(ropekit.load(config), read_artifact(_write(tmp_path / "c.gguf", "cohere2", keys)))
+    assert report["verdict"] == "match"
+    assert [e["rotates"] for e in report["artifact"]["layers"]] == [True, True, True, False]
+    keys["attention.sliding_window_pattern"] = [True] * 4
+    report = audit_artifact(ropekit.load(config), read_artifact(_write(tmp_path / "d.gguf", "cohere2", keys)))
+    assert report["layers"]["full_attention"] == {
+        "verdict": "mismatch", "tables": [], "no_rope": True,
+        "served_as": "layer 3 (full_attention) rotates in llama.cpp (its global set) but the config declares no RoPE "
+                     "on it"}
+
+
+def test_an_unknown_architecture_is_refused_by_name(tmp_path: Path) -> None:
+    path = _write(tmp_path / "x.gguf", "gemma3n", {**GEOMETRY, "block_count": 2, "rope.freq_base": 1e6})
+    assert "gemma3n" not in ARCHITECTURES
+    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path))
+    assert report["verdict"] == "no_table"
+    assert report["reason"].startswith("audit does not know llama.cpp's rules for architecture 'gemma3n'")
+    cli = subprocess.run([sys.executable, "-m", "ropekit", "audit", "--served", str(path), "--json"],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert cli.returncode == 1 and "architecture 'gemma3n'" in json.loads(cli.stdout)["flags"][0]
+
+
+def test_the_config_and_the_file_disagree_on_the_layer_count(tmp_path: Path) -> None:
+    path = _write(tmp_path / "q.gguf", "qwen2", {**GEOMETRY, "block_count": 3})
+    config = {"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2,
+              "rope_theta": 10000.0, "max_position_embeddings": 256}
+    report = audit_artifact(ropekit.load(config), read_artifact(path))
+    assert report["verdict"] == "mismatch" and "block_count is 3" in report["flags"][-1]
+    assert report["artifact"]["layers"][2]["reason"] == "layer 2: the config declares 2 layers, the GGUF 3"
+
+
+@pytest.mark.parametrize(("arch", "keys", "magnitude"), [
+    ("deepseek2", {"rope.scaling.yarn_log_multiplier": 0.1}, 1.0),  # the converter writes 0.1 * mscale_all_dim
+    ("qwen2", {}, 1.0 + 0.1 * math.log(40.0)),
+])
+def test_yarn_magnitude_per_architecture(tmp_path: Path, arch: str, keys: dict[str, Any], magnitude: float) -> None:
+    path = _write(tmp_path / "y.gguf", arch, {**GEOMETRY, "block_count": 1, "rope.dimension_count": 32,
+                                             "rope.scaling.type": "yarn", "rope.scaling.factor": 40.0,
+                                             "rope.scaling.original_context_length": 4096, **keys})
+    assert read_artifact(path).tables[0].magnitude == pytest.approx(magnitude, rel=1e-12)
+
+
+def test_grok_reads_its_betas_with_a_default_of_8(tmp_path: Path) -> None:
+    path = _write(tmp_path / "g.gguf", "grok", {**GEOMETRY, "block_count": 1, "rope.scaling.type": "yarn",
+                                                "rope.scaling.factor": 4.0, "rope.scaling.original_context_length": 256})
+    assert "betas 8/1" in read_artifact(path).rules[0]
+
+
+def test_rope_freqs_is_ignored_where_the_graph_passes_no_factors(tmp_path: Path) -> None:
+    import numpy as np
+
+    writer = gguf.GGUFWriter(str(tmp_path / "r.gguf"), "qwen2")
+    writer.add_uint32("qwen2.block_count", 1)
+    writer.add_uint32("qwen2.attention.head_count", 2)
+    writer.add_uint32("qwen2.embedding_length", 64)
+    writer.add_tensor("rope_freqs.weight", np.full(16, 4.0, dtype=np.float32))
+    for write in (writer.write_header_to_file, writer.write_kv_data_to_file, writer.write_tensors_to_file):
+        write()
+    writer.close()
+    artifact = read_artifact(tmp_path / "r.gguf")
+    assert artifact.tables[0].values == pytest.approx(ropekit.plain_inv_freq(10000.0, 32))
+    assert "passes no frequency factors: ignored" in artifact.flags[0]
+
+
+def test_invalid_per_layer_keys_are_refused_by_name(tmp_path: Path) -> None:
+    bad: dict[str, tuple[str, dict[str, Any]]] = {
+           "block_count": ("llama.block_count", {**GEOMETRY}),
+           "scaling": ("llama.rope.scaling.type", {**GEOMETRY, "block_count": 1, "rope.scaling.type": "ntk"}),
+           "rot": ("llama.rope.dimension_count", {**GEOMETRY, "block_count": 1, "rope.dimension_count": 16})}
+    for name, (key, keys) in bad.items():
+        with pytest.raises(ropekit.ArgumentError, match=key.replace(".", r"\.")):
+            read_artifact(_write(tmp_path / f"{name}.gguf", "llama", keys))
