@@ -95,7 +95,10 @@ def main() -> None:
         for count in (int(part) for part in args.sizes.split(",")):
             positions = image_heavy_positions(count)
             exact = exact_cos(table, positions)
-            ours = median_us(lambda table=table, positions=positions: table.cos_sin(positions), args.repeats)
+            def ours_call(table: ropekit.RopeTable = table, positions: np.ndarray[Any, Any] = positions) -> object:
+                return table.cos_sin(positions)
+
+            ours = median_us(ours_call, args.repeats)
             rows = [("ropekit cos_sin", ours, float(np.abs(table.cos_sin(positions)[0][0] - exact).max()))]
             forward = transformers_forward(name, config, positions)
             if forward is not None:

@@ -118,9 +118,34 @@ def audit_artifact(
             if report["verdict"] != "match":
                 layer["verdict"] = "mismatch"
                 layer.setdefault("served_as", report["served_as"])
+    if artifact.wiring:
+        _audit_wiring(model, artifact, document, layer_type)
     verdicts = {layer["verdict"] for layer in document["layers"].values()}
+    verdicts |= {entry["verdict"] for entry in document["artifact"].get("layers", ())}
     document["verdict"] = "mismatch" if "mismatch" in verdicts else "match"
     return document
+
+
+def _audit_wiring(model: ModelRope, artifact: ServedArtifact, document: dict[str, Any], layer_type: str | None) -> None:
+    """An ONNX pack's per-layer wiring against the declared plan: ``document["artifact"]["layers"]``,
+    and a mismatching layer marks its layer type's summary (a NoPE layer's, its own type's)."""
+    from .onnx_wiring import judge_wiring
+
+    entries = judge_wiring(model, artifact.wiring)
+    if layer_type is not None:
+        entries = [entry for entry in entries if entry["layer_type"] in (layer_type, None)]
+    count = len(model.layer_types)
+    if count and count != len(entries) and layer_type is None:
+        document.setdefault("flags", []).append(
+            f"the config declares {count} layers; the graph has {len(entries)} attention layers")
+    document["artifact"]["layers"] = entries
+    for entry in entries:
+        if entry["verdict"] != "mismatch":
+            continue
+        name = entry["layer_type"] or next(iter(model.tables))
+        summary = document["layers"].setdefault(name, {"verdict": "match", "tables": []})
+        summary["verdict"] = "mismatch"
+        summary.setdefault("served_as", entry["reason"])
 
 
 def _audit_layers(
@@ -257,6 +282,8 @@ def _declared_for(table: RopeTable, served: ServedTable) -> list[tuple[str, Rope
     engine that serves one regime at every length)."""
     if not table.seq_len_dependent or table.switch_at is None:
         return [("", table)]
+    if served.seq_len is not None:  # measured at one length: the declaration at that length
+        return [(f"seq_len {served.seq_len}", table.at(served.seq_len))]
     beyond = table.at(table.switch_at + 1)
     if served.regime == "short":
         return [(f"seq_len <= {table.switch_at}", table)]

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArgumentError, MissingDependencyError
+from .onnx_wiring import read_wiring
 from .served import ServedArtifact, ServedTable, check_regular_file
 
 __all__ = ["read_onnx"]
@@ -37,8 +38,11 @@ def _onnx() -> Any:
     return onnx
 
 
-def read_onnx(path: str) -> ServedArtifact:
-    """The tables in an ONNX model file, or in the ``model.onnx`` of a pack directory."""
+def read_onnx(path: str, *, graph_lengths: tuple[int, ...] | None = None) -> ServedArtifact:
+    """The tables in an ONNX model file, or in the ``model.onnx`` of a pack directory: baked caches
+    and ``inv_freq`` initializers, the wiring of every attention layer, and, for a graph that
+    keeps no table but computes its rotary, that rotary evaluated at ``graph_lengths``
+    (:mod:`ropekit.artifacts.onnx_graph`)."""
     model_path = _model_file(path)
     check_regular_file(model_path, "served")
     onnx = _onnx()
@@ -80,7 +84,34 @@ def read_onnx(path: str) -> ServedArtifact:
         tables.append(ServedTable(", ".join(entry["names"]), "cache", cos, entry["dtype"], sin=sin,
                                   layer_type=layer_type, regime=regime))
     producer = " ".join(filter(None, (model.producer_name, model.producer_version)))
-    return ServedArtifact(model_path, "onnx", tuple(tables), producer=producer)
+    widths = _cache_widths(model.graph, onnx)
+    wiring = tuple(read_wiring(model.graph, widths, onnx))
+    engine: dict[str, Any] = {}
+    if all(table.kind == "inv_freq" for table in tables):  # no baked cache: what the graph computes, if it does
+        from .onnx_graph import DEFAULT_LENGTHS, graph_rotary
+
+        evaluated, reason = graph_rotary(model, onnx, os.path.basename(model_path), graph_lengths or DEFAULT_LENGTHS)
+        if reason and not tables:
+            engine["refused"] = reason
+        elif evaluated:  # an exported inv_freq buffer (original_inv_freq, say) need not be what is applied
+            tables = evaluated
+            engine["graph_rotary"] = ("no baked table: the rotary the graph computes, evaluated with onnxruntime at "
+                                      f"{sorted({table.seq_len or 0 for table in evaluated})} positions")
+    return ServedArtifact(model_path, "onnx", tuple(tables), producer=producer, wiring=wiring, engine=engine)
+
+
+def _cache_widths(graph: Any, onnx: Any) -> dict[str, int]:
+    """Columns (pairs) of every cos cache by tensor name, and by the name an ``If`` that picks
+    between ``cos_cache_small``/``_large`` gives its output (``cos_cache``)."""
+    widths: dict[str, int] = {}
+    for _, name, tensor in _tensors(graph, "graph", onnx):
+        match = _CACHE.search(name)
+        if match is None or match.group(1) != "cos" or len(tensor.dims) != 2:
+            continue
+        widths[name] = int(tensor.dims[1])
+        if match.group(2) in _REGIMES:
+            widths.setdefault(name[: match.end(1)] + "_cache", int(tensor.dims[1]))
+    return widths
 
 
 def _model_file(path: str) -> str:

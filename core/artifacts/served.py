@@ -22,7 +22,7 @@ from ..errors import ArgumentError
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["MAX_ARRAY_BYTES", "ServedArtifact", "ServedTable", "check_regular_file", "half_columns"]
+__all__ = ["MAX_ARRAY_BYTES", "LayerWiring", "ServedArtifact", "ServedTable", "check_regular_file", "half_columns"]
 
 Kind = Literal["inv_freq", "cache"]
 MAX_ARRAY_BYTES = 1 << 30
@@ -53,9 +53,27 @@ class ServedTable:
     first_position: int = 0
     angles: str = "float32"
     """How the producer formed the angles: ``float32`` (tolerance grows with position) or ``exact``."""
+    seq_len: int | None = None
+    """The sequence length the table was measured at (a graph evaluated at that many positions):
+    a seq-len-dependent declaration is compared at that length."""
     axes: tuple[int, ...] | None = None
     """Per cos/sin column (in ``layout``), the position axis observed to drive it (a live
     multimodal module run one axis at a time); ``None``: not observed."""
+
+
+@attrs.frozen
+class LayerWiring:
+    """What one attention layer of a graph applies: ``rotates``, the cos ``cache`` it reads (a
+    tensor name), ``rotary_dim`` (channels), ``interleaved`` (pairing), ``sliding`` (a local
+    attention window), and the ``nodes`` the facts were read from."""
+
+    index: int
+    rotates: bool
+    cache: str | None = None
+    rotary_dim: int | None = None
+    interleaved: bool | None = None
+    sliding: bool | None = None
+    nodes: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -70,6 +88,8 @@ class ServedArtifact:
     rules: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
     engine: dict[str, Any] = attrs.field(factory=dict)
+    wiring: tuple[LayerWiring, ...] = ()
+    """Per attention layer, what the graph wires (ONNX packs); empty when not read."""
 
 
 def check_regular_file(path: str, argument: str) -> os.stat_result:

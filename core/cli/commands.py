@@ -235,6 +235,7 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     from ..artifacts.audit import audit_artifact
+    from ..artifacts.onnx_graph import lengths_for
     from ..artifacts.read import read_artifact
 
     if args.config is None:
@@ -243,7 +244,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     widths = {t.rotary_dim for t in model.tables.values()}
     width = widths.pop() if len(widths) == 1 else None
     artifact = read_artifact(args.served, dtype=args.dtype, width=width, sin=args.sin, layout=args.layout,
-                             n_ctx=args.n_ctx)
+                             n_ctx=args.n_ctx, graph_lengths=lengths_for(t.switch_at for t in model.tables.values()))
     report = audit_artifact(model, artifact, layer_type=args.layer_type, positions=args.positions, rtol=args.rtol)
     if args.json:
         print_json(report)
@@ -279,6 +280,12 @@ def _print_audit(report: dict[str, Any]) -> None:
           f"{report['verdict'].upper().replace('_', ' ')}")
     if report["verdict"] == "no_table":
         say(f"  {report['request']}")
+    per_layer = artifact.get("layers", [])
+    wrong = [entry for entry in per_layer if entry["verdict"] == "mismatch"]
+    if per_layer:
+        say(f"  layers: {len(per_layer) - len(wrong)} of {len(per_layer)} wired as declared")
+    for entry in wrong:
+        say(f"  MISMATCH layer {entry['index']} ({entry['layer_type']}): {entry['reason']}")
     for name, layer in report["layers"].items():
         for table in layer.get("tables", []):
             regime = f" [{table['regime']}]" if table.get("regime") else ""

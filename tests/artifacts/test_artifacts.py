@@ -51,7 +51,15 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "gguf_gpt_oss_yarn": ("mismatch", "yarn with truncation"),
     "gguf_stablelm_base": ("mismatch", "plain RoPE at the file's freq_base 10000"),
     "gguf_gptneox_keys": ("mismatch", "plain RoPE at the file's freq_base 10000"),
+    # per-layer wiring of ONNX packs (tests/artifacts/test_onnx_layers.py has the per-layer expectations)
+    "onnx_smollm3_nope_dml": ("mismatch", "layer 3 applies no RoPE in the model's code"),
+    # rotary kept in the graph, evaluated with onnxruntime (at 64 positions here: past Phi-3's switch at 32)
+    "graph_optimum_phi3_longrope": ("mismatch", "longrope at load time (seq_len <= 32)"),
+    "graph_optimum_llama3": ("match", ""),
+    "graph_torch_dynamo_phi3_longrope": ("match", ""),
 }
+WIRING_ONLY = {"onnx_smollm3_nope_dml"}
+"""Packs whose caches are right and whose wiring is wrong: the manifest measures caches only."""
 
 
 def _served(name: str) -> Path:
@@ -85,7 +93,7 @@ def test_manifest_agrees_with_the_audit_about_correctness() -> None:
         correct = all(not table["vs_declared"]["pairs_off"]
                       and abs(table["attention_factor_served"] - table["attention_factor_declared"]) < 1e-3
                       for table in tables)
-        assert (EXPECTED[name][0] == "match") == correct, name
+        assert (EXPECTED[name][0] == "match" or name in WIRING_ONLY) == correct, name
 
 
 def test_longrope_caches_are_read_from_the_if_subgraph() -> None:
