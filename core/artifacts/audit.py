@@ -20,7 +20,7 @@ import attrs
 import numpy as np
 
 from ..contract.scheme import plain_inv_freq
-from ..errors import ArgumentError
+from ..errors import ArgumentError, RopekitError
 from ..tables.gap import ANGLE_THRESHOLD, DEFAULT_POSITIONS
 from ..tables.table import ModelRope, RopeTable
 from .served import ServedArtifact, ServedTable, half_columns
@@ -455,6 +455,8 @@ def _candidates(
         if (table.params.get("beta_fast"), table.params.get("beta_slow")) != (32.0, 1.0):
             yield Candidate("yarn with betas 32/1 (the engine ignores the config's beta_fast/beta_slow)",
                             table.with_params(beta_fast=32.0, beta_slow=1.0).inv_freq)
+    if table.rope_type == "llama3":
+        yield from _llama3_variants(table)
     if table.seq_len_dependent and table.switch_at is not None:
         for length in (table.switch_at + 1, 4 * table.switch_at):
             other = table.at(length)
@@ -478,6 +480,38 @@ def _candidates(
     if np.all(estimate > 0):
         factor = float(np.median(plain / estimate))
         yield Candidate(f"linear: plain RoPE / {factor:.6g}, rope_theta {theta:g}", plain / factor)
+
+
+_LLAMA3_VARIANTS = {
+    "factor": (8.0, 16.0, 32.0),  # Llama-3.1 and 3.2 declare 8 and 32: an exporter's class may hard-code either
+    "original_max_position_embeddings": (8192, 4096, 2048),
+    "low_freq_factor": (1.0,),
+    "high_freq_factor": (4.0,),
+}
+
+
+def _llama3_variants(table: RopeTable) -> Iterator[Candidate]:
+    """llama3 with one parameter as another release or exporter has it (ExecuTorch's Llama export
+    takes the factor from its model class: 8 for 3.1, 32 for 3.2, whatever the checkpoint says)."""
+    for name, values in _LLAMA3_VARIANTS.items():
+        for value in values:
+            if table.params.get(name) == value:
+                continue
+            try:
+                other = table.with_params(**{name: value})
+            except (ArgumentError, RopekitError):
+                continue
+            yield Candidate(f"llama3 with {name} {value:g} (declared {table.params.get(name)!r}): the engine's own "
+                            f"llama3 {name}, not the checkpoint's", other.inv_freq, other.attention_factor)
+
+
+def _width_candidates(table: RopeTable, pairs: int) -> Iterator[Candidate]:
+    """A table of ``pairs`` pairs where ``table`` has another number: the rotary width taken
+    from the whole head, or from another partial_rotary_factor."""
+    theta = table.geometry.theta
+    yield Candidate(f"plain RoPE over rotary_dim {2 * pairs} (declared {table.rotary_dim}: the "
+                    f"partial_rotary_factor {table.geometry.partial_rotary_factor:g} not applied as declared)",
+                    plain_inv_freq(theta, 2 * pairs, pairs))
 
 
 def _engine_candidates(
@@ -505,6 +539,14 @@ def _served_as(
 ) -> str:
     """One line naming what was served instead of ``declared``."""
     if "length_mismatch" in detail:
+        pairs = _width(served)
+        for candidate in _width_candidates(declared, pairs):
+            width = RopeTable(declared.layer_type, declared.rope_type, declared.params,
+                              attrs.evolve(declared.geometry, partial_rotary_factor=2 * pairs / declared.head_dim),
+                              candidate.inv_freq, declared.attention_factor)
+            ok, _ = _compare(width, served, rtol)
+            if ok:
+                return candidate.description + _rule_note(artifact)
         return f"a table of another width ({detail['length_mismatch']})"
     if "non_finite" in detail:
         return "a table holding NaN or infinity"

@@ -181,3 +181,24 @@ def test_a_fifo_as_served_is_refused_without_opening_it(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "served.npy")
     with pytest.raises(ropekit.ArgumentError, match="not a regular file"):
         read_artifact(tmp_path / "served.npy")
+
+
+def test_llama3_with_an_exporters_own_factor_is_named() -> None:
+    """ExecuTorch's Llama export takes the llama3 factor from its model class (8 for 3.1, 32 for
+    3.2), not from the checkpoint: a Llama-3.2 model exported as 3.1 serves factor 8."""
+    model = ropekit.load(SEED_CONFIG)  # Llama-3.2-1B: factor 32
+    served = model.table.with_params(factor=8.0)
+    _, sin = cos_sin(served.inv_freq, 1.0, 4096, dtype=np.float32, layout="half")
+    cos, _ = cos_sin(served.inv_freq, 1.0, 4096, dtype=np.float32, layout="half")
+    report = audit_artifact(model, _array(cos, sin=sin, dtype="float32", layout="half"))
+    assert report["verdict"] == "mismatch"
+    assert _layer(report)["served_as"].startswith("llama3 with factor 8 (declared 32.0)")
+
+
+def test_a_table_over_the_whole_head_where_the_model_rotates_part_is_named() -> None:
+    partial = {"hidden_size": 1024, "num_attention_heads": 16, "partial_rotary_factor": 0.5, "rope_theta": 10000.0}
+    model = ropekit.load(partial)  # head 64, rotary 32: 16 pairs
+    whole = ropekit.plain_inv_freq(10000.0, 64)  # 32 pairs: the factor ignored
+    report = audit_artifact(model, _array(whole))
+    assert report["verdict"] == "mismatch"
+    assert _layer(report)["served_as"].startswith("plain RoPE over rotary_dim 64 (declared 32")
