@@ -170,6 +170,7 @@ class Case:
     note: str
     args: list[str] = field(default_factory=list)  # extra producer arguments
     known_failure: str = ""  # the producer is known to fail on this case (recorded, not an error)
+    keep_checkpoint: bool = False  # commit the tiny checkpoint beside the artifact (logit tests run both)
     bpe: bool = False  # the converter reads a GPT-2-style (BPE) vocab: give the checkpoint a tokenizer.json
 
 
@@ -365,6 +366,7 @@ CASES: list[Case] = [
         _llama(rope_type="linear", factor=4.0),
         "Llama linear factor 4",
         ["-p", "fp32", "-e", "cpu"],
+        keep_checkpoint=True,
     ),
     Case(
         "onnx_llama3_fp16_cuda",
@@ -379,6 +381,7 @@ CASES: list[Case] = [
         _llama(**YARN),
         "Llama yarn factor 4 (truncate defaults to true)",
         ["-p", "fp32", "-e", "cpu"],
+        keep_checkpoint=True,
     ),
     Case(
         "onnx_qwen2_yarn",
@@ -386,6 +389,7 @@ CASES: list[Case] = [
         _qwen2_yarn(),
         "Qwen2 yarn factor 4 (truncate defaults to true)",
         ["-p", "fp32", "-e", "cpu"],
+        keep_checkpoint=True,
     ),
     Case(
         "onnx_qwen2_yarn_notruncate",
@@ -602,6 +606,10 @@ def produce_onnx(case: Case, ckpt: Path, work: Path, dest: Path) -> list[str]:
     for name in ("model.onnx", "model.onnx.data", "genai_config.json"):
         if (pack / name).exists():
             shutil.copy(pack / name, dest / name)
+    if case.keep_checkpoint:  # the weights the pack was built from, for logit comparisons with transformers
+        (dest / "checkpoint").mkdir(exist_ok=True)
+        for name in ("config.json", "model.safetensors"):
+            shutil.copy(ckpt / name, dest / "checkpoint" / name)
     return ["python", "-m", "onnxruntime_genai.models.builder", "-i", "HF_DIR", "-o", "PACK", *case.args]
 
 

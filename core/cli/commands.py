@@ -246,11 +246,33 @@ def cmd_audit(args: argparse.Namespace) -> int:
     artifact = read_artifact(args.served, dtype=args.dtype, width=width, sin=args.sin, layout=args.layout,
                              n_ctx=args.n_ctx, graph_lengths=lengths_for(t.switch_at for t in model.tables.values()))
     report = audit_artifact(model, artifact, layer_type=args.layer_type, positions=args.positions, rtol=args.rtol)
+    from ..artifacts.repair import annotate
+
+    annotate(model, artifact, report)
     if args.json:
         print_json(report)
     else:
         _print_audit(report)
     return 0 if report["verdict"] == "match" else EXIT_CHECKS_FAILED
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    from ..artifacts.repair import repair
+
+    model = _load(args)
+    result = repair(model, args.served, args.out, n_ctx=args.n_ctx)
+    if args.json:
+        print_json(result.to_json())
+    elif result.verdict == "repaired":
+        say(f"repaired: {result.reason}")
+        for change in result.changes:
+            say(f"  {change.get('what')}: {change.get('change', 'recomputed from the declared table')}"
+                + (f" (max change {change['max_change']:.3g})" if "max_change" in change else ""))
+    elif result.verdict == "unchanged":
+        say(f"unchanged: {args.served} {result.reason}; nothing written")
+    else:
+        say(f"not repairable: {result.reason}; nothing written")
+    return EXIT_CHECKS_FAILED if result.verdict == "not_repairable" else 0
 
 
 def _gguf_self_check(args: argparse.Namespace) -> int:
@@ -307,6 +329,9 @@ def _print_audit(report: dict[str, Any]) -> None:
                           f"{row['pairs_over_0.1rad']} pairs over 0.1 rad")
     for note in (*report.get("engine_rules", []), *report.get("flags", [])):
         say(f"  note: {note}")
+    if "repairable" in report:
+        verb = "can repair it" if report["repairable"] else "cannot repair it"
+        say(f"  ropekit repair {verb}: {report['repairable_reason']}")
 
 
 def cmd_scan(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from .commands import (
     cmd_list,
     cmd_plot,
     cmd_probe,
+    cmd_repair,
     cmd_scan,
     cmd_table,
 )
@@ -97,7 +98,7 @@ def _supports(text: str) -> tuple[str, ...]:
     return names
 
 
-COMMANDS = ("table", "gap", "inspect", "audit", "plot", "export", "scan", "list", "check-plugin", "probe")
+COMMANDS = ("table", "gap", "inspect", "audit", "repair", "plot", "export", "scan", "list", "check-plugin", "probe")
 
 
 class _Unused:
@@ -181,6 +182,16 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                          help="relative tolerance for inv_freq tables (default: 1e-5, or 2e-3 for float16); caches use "
                          "a per-element tolerance from their dtype and positions")
     auditor.add_argument("--seq-len", type=_positive, metavar="N", help="the served sequence length, if it matters")
+    repairer = config_command(
+        "repair", "Write a corrected copy of an ONNX pack or a GGUF that serves the declared table (the original is "
+        "never touched). Exit 0 repaired or already right, 1 not repairable in its format (named), 2 invalid input.",
+        cmd_repair)
+    repairer.add_argument("--served", required=True, metavar="ARTIFACT",
+                          help="the onnxruntime-genai pack (directory or model.onnx) or .gguf to repair")
+    repairer.add_argument("--out", required=True, metavar="NEW",
+                          help="where to write the corrected copy: a new path, not inside ARTIFACT (never overwritten)")
+    repairer.add_argument("--n-ctx", type=_positive, metavar="N",
+                          help="for a .gguf: the context llama.cpp will allocate (default: the file's context_length)")
     plotter = config_command("plot", "Draw each layer type's wavelengths against plain RoPE (needs matplotlib).",
                              cmd_plot)
     plotter.add_argument("-o", "--output", required=True, metavar="FILE.png", help="image to write")

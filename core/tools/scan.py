@@ -286,19 +286,23 @@ def _audit_artifacts(model: Any, artifacts: tuple[str, ...]) -> tuple[dict[str, 
     from ..artifacts.audit import audit_artifact
     from ..artifacts.onnx_graph import lengths_for
     from ..artifacts.read import read_artifact
+    from ..artifacts.repair import annotate
 
     results: dict[str, Any] = {}
     problems = []
     lengths = lengths_for(table.switch_at for table in model.tables.values())
     for path in artifacts:
         try:
-            report = audit_artifact(model, read_artifact(path, graph_lengths=lengths))
+            artifact = read_artifact(path, graph_lengths=lengths)
+            report = annotate(model, artifact, audit_artifact(model, artifact))
         except Exception as error:  # one unreadable artifact is this row's problem, not the scan's
             results[path] = {"verdict": "error", "reason": str(error)}
             problems.append(f"{os.path.basename(path)}: cannot audit: {error}")
             continue
         served_as = {name: layer["served_as"] for name, layer in report["layers"].items() if "served_as" in layer}
         results[path] = {"verdict": report["verdict"], **({"served_as": served_as} if served_as else {})}
+        if "repairable" in report:
+            results[path]["repairable"] = report["repairable"]
         wrong_layers = [entry for entry in report["artifact"].get("layers", ()) if entry["verdict"] == "mismatch"]
         if wrong_layers:
             results[path]["layers"] = wrong_layers
