@@ -16,14 +16,14 @@ Per model_type:
 - ``reason`` (``no_rope``): what the modeling code uses instead, read from the code.
 - ``defaults``: the class's dataclass defaults for every key ropekit reads (``null`` defaults are
   derived by the class from other keys and are left out).
+- ``theta``: the base a default instance of the class carries in its ``rope_parameters`` (a
+  number, or one per layer type), what a config stating no base gets.
 - ``mrope`` (classes whose rotary module composes multimodal positions): observed, not read: the
   class's own rotary module is run on one position axis at a time, and each cos/sin column's axis
   and frequency are matched against the compositions of ``ropekit.tables.mrope``. ``composition``
   and ``layout`` name the one that fits, ``section`` is the module's own section when the config
   states none (``null``: it has none). A module no composition fits is ``"composition":
-  "unknown"`` (ropekit then refuses its multimodal positions by name). The base and the rope block a class
-  fills in when a config states none are not here yet: ``CLASS_THETA`` in
-  ``core/config/families.py`` holds the bases.
+  "unknown"`` (ropekit then refuses its multimodal positions by name).
 """
 
 from __future__ import annotations
@@ -106,6 +106,9 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
         return entry
     if ROTATES.search(source) or (fields & ROPE_FIELDS and not source):
         entry = {"kind": "rope", "defaults": _defaults(config_class, read_keys, aliases)}
+        theta = _class_theta(config_class)
+        if theta is not None:
+            entry["theta"] = theta
         mrope = _mrope(config_class) if "recomposition_frequencies" in source else None
         if mrope is not None:
             entry["mrope"] = mrope
@@ -116,6 +119,23 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
         if fields & ROPE_FIELDS:
             reason += " (its config class declares RoPE parameters that no layer applies)"
     return {"kind": "no_rope", "reason": reason}
+
+
+def _class_theta(config_class: type) -> float | dict[str, float] | None:
+    """The base the class uses when a config states none: its default instance's rope_parameters
+    (per layer type when they are nested), as transformers' standardisation fills them in."""
+    try:
+        parameters = config_class().rope_parameters
+    except Exception:
+        return None
+    if not isinstance(parameters, dict) or not parameters:
+        return None
+    if "rope_theta" in parameters:
+        value = parameters["rope_theta"]
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    nested = {name: float(block["rope_theta"]) for name, block in parameters.items()
+              if isinstance(block, dict) and isinstance(block.get("rope_theta"), (int, float))}
+    return dict(sorted(nested.items())) or None
 
 
 def _rotary_modules(config_class: type) -> list[type]:

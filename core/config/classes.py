@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
-__all__ = ["ClassFacts", "class_facts", "transformers_version"]
+__all__ = ["ClassFacts", "class_facts", "model_types", "transformers_version"]
 
 _DATA = Path(__file__).with_name("transformers_classes.json")
 
@@ -41,6 +41,8 @@ class ClassFacts(NamedTuple):
     text_type: str | None = None
     defaults: Mapping[str, Any] = MappingProxyType({})
     mrope: Mapping[str, Any] | None = None
+    theta: float | Mapping[str, float] | None = None
+    """The base the class uses when a config states none (one per layer type when nested)."""
 
 
 @functools.cache
@@ -52,6 +54,11 @@ def _catalogue() -> tuple[str, Mapping[str, Any]]:
 def transformers_version() -> str:
     """The transformers release the facts were derived from (the ``reference`` extra pins it)."""
     return _catalogue()[0]
+
+
+def model_types() -> tuple[str, ...]:
+    """Every model_type of the pinned transformers, sorted."""
+    return tuple(sorted(_catalogue()[1]))
 
 
 @functools.lru_cache(maxsize=256)
@@ -67,4 +74,5 @@ def class_facts(model_type: str) -> ClassFacts | None:
         text_type=entry.get("text_type"),
         defaults=MappingProxyType(dict(entry.get("defaults", {}))),
         mrope=MappingProxyType(dict(entry["mrope"])) if entry.get("mrope") else None,
+        theta=MappingProxyType(dict(entry["theta"])) if isinstance(entry.get("theta"), dict) else entry.get("theta"),
     )

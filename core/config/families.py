@@ -9,7 +9,8 @@ that looks like RoPE (see :mod:`ropekit.config.lookalike`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal, NamedTuple
 
 __all__ = [
@@ -137,22 +138,40 @@ against a numpy port of the family's own modeling code (``scripts/family_referen
 model_type transformers lacks is refused in strict mode (:mod:`ropekit.config.identify`)."""
 
 
-CLASS_THETA: Mapping[str, float] = {
-    "apertus": 12e6, "apertus1p5_text": 12e6, "bailing_hybrid": 6e6, "bitnet": 5e5, "blt": 5e5, "cohere": 5e5,
-    "cosmos3_edge_text": 1e8, "csm": 5e5, "cwm": 1e6, "diffusion_gemma_text": 1e6, "dory": 1e7,
-    "embedding_gemma2_text": 1e6, "emu3_text_model": 1e6, "ernie4_5": 5e5, "ernie4_5_moe": 5e5,
-    "ernie4_5_vl_moe_text": 5e5, "evolla": 5e5, "exaone": 5e5, "flex_olmo": 5e5, "gemma3_text": 1e6,
-    "gemma3n_text": 1e6, "gemma4_text": 1e6, "gemma4_unified_text": 1e6, "gpt_oss": 15e4, "helium": 1e5,
-    "hy_v3": 11158840.0, "laguna": 5e5, "lfm2": 1e6, "lfm2_moe": 1e6, "lfm3": 1e6, "llama4_text": 5e5,
-    "longcat_flash": 1e7, "mellum": 5e5, "mimo_v2_flash": 5e6, "minimax": 1e6, "minimax_m2": 5e6,
-    "minimax_m3_vl_text": 5e6, "ministral3": 1e6, "mixtral": 1e6, "mllama_text_model": 5e5, "neomme": 1e6,
-    "olmo3": 5e5, "phimoe": 1e6, "qwen2_5_omni_text": 1e6, "qwen2_5_vl_text": 1e6, "qwen2_vl_text": 1e6,
-    "qwen3_omni_moe_text": 1e6, "qwen3_vl_moe_text": 5e5, "qwen3_vl_text": 5e5, "sarvam_moe": 8e6, "smollm3": 2e6,
-    "solar_open": 1e6, "t5gemma2_text": 1e6, "t5gemma2_decoder": 1e6,
-}
-"""The base a family's transformers config class uses when the config states none (transformers
-5.24; every other class uses 10000). transformers drops values equal to the class default when it
-saves a composite config, so published Gemma-3 text_configs state no rope_theta at all."""
+class _ClassTheta(Mapping[str, float]):
+    """Read-only ``model_type -> base`` for the classes whose default base is not 10000, derived
+    from ``theta`` in ``transformers_classes.json`` (the base a default instance of the class
+    carries; for nested per-layer-type defaults, the full-attention base), read on first use."""
+
+    @functools.cached_property
+    def _values(self) -> dict[str, float]:
+        from .classes import class_facts, model_types
+
+        found: dict[str, float] = {}
+        for model_type in model_types():
+            facts = class_facts(model_type)
+            theta = facts.theta if facts is not None else None
+            if isinstance(theta, Mapping):
+                theta = theta.get("full_attention")
+            if theta is not None and float(theta) != 10000.0:
+                found[model_type] = float(theta)
+        return found
+
+    def __getitem__(self, key: str) -> float:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+CLASS_THETA: Mapping[str, float] = _ClassTheta()
+"""The base a family's transformers config class uses when the config states none, for the classes
+where it is not 10000 (transformers 5.24, derived by ``scripts/transformers_classes.py``, never typed).
+transformers drops values equal to the class default when it saves a composite config, so published
+Gemma-3 text_configs state no rope_theta at all."""
 
 CLASS_LOCAL_THETA: Mapping[str, float] = {
     "gemma3_text": 1e4, "gemma3n_text": 1e4, "diffusion_gemma_text": 1e4, "embedding_gemma2_text": 1e4,

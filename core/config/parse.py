@@ -431,6 +431,13 @@ def _theta(view: ConfigView, family: Family, layer_type: str, block: Mapping[str
         local = CLASS_LOCAL_THETA.get(model_type)
         if local is not None:
             return local, view.path("rope_local_base_freq")
+    facts = class_facts(model_type) if isinstance(model_type, str) else None
+    if facts is not None and facts.theta is not None:  # derived from the class: what its default instance carries
+        theta = facts.theta
+        if not isinstance(theta, Mapping):
+            return float(theta), view.path("rope_theta")
+        if layer_type in theta:
+            return float(theta[layer_type]), _join(path, "rope_theta") if path else view.path("rope_theta")
     if isinstance(model_type, str) and model_type in CLASS_THETA:
         return CLASS_THETA[model_type], view.path("rope_theta")
     return DEFAULT_THETA, view.path("rope_theta")

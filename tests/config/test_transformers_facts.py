@@ -36,3 +36,38 @@ def test_the_committed_class_facts_are_what_the_pinned_transformers_gives() -> N
     differing = sorted(name for name in fresh["classes"].keys() | committed["classes"].keys()
                        if fresh["classes"].get(name) != committed["classes"].get(name))
     assert differing == [], f"regenerate with {committed['command']}: {differing[:20]}"
+
+
+FACTS = json.loads(COMMITTED.read_text(encoding="utf-8"))["classes"]
+
+
+@pytest.mark.parametrize("model_type", sorted(name for name, entry in FACTS.items()
+                                              if isinstance(entry.get("theta"), float)))
+def test_a_config_stating_no_base_gets_the_class_default(model_type: str) -> None:
+    """Every class with one base: a config that states none loads with the base the class's own
+    default instance carries (derived, so a class whose base is not 10000 is never served 10000)."""
+    import warnings
+
+    import ropekit
+
+    config = {"model_type": model_type, "hidden_size": 256, "num_attention_heads": 2, "head_dim": 128}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rope = ropekit.load(config)
+    except ropekit.RopekitError as error:  # a class that needs more than this minimal config: refused by name
+        assert str(error)
+        return
+    bases = {table.geometry.theta for table in rope.tables.values()}
+    if not rope.tables or any(table.rope_type != "default" for table in rope.tables.values()):
+        return  # a class default scheme or fixed base: covered by the family's own tests
+    assert FACTS[model_type]["theta"] in bases, (model_type, bases)
+
+
+def test_class_theta_is_a_view_of_the_derived_bases() -> None:
+    from ropekit.families import CLASS_LOCAL_THETA, CLASS_THETA
+
+    assert CLASS_THETA["paddleocr_vl_text"] == 500000.0 and CLASS_THETA["gemma3_text"] == 1e6
+    assert "llama" not in CLASS_THETA  # 10000: not listed
+    for model_type, local in CLASS_LOCAL_THETA.items():  # the hand-kept local bases agree with the derived ones
+        assert FACTS[model_type]["theta"]["sliding_attention"] == local, model_type
