@@ -55,8 +55,7 @@ def test_a_config_stating_no_base_gets_the_class_default(model_type: str) -> Non
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             rope = ropekit.load(config)
-    except ropekit.RopekitError as error:  # a class that needs more than this minimal config: refused by name
-        assert str(error)
+    except ropekit.RopekitError:  # a class that needs more than this minimal config: refused by name
         return
     bases = {table.geometry.theta for table in rope.tables.values()}
     if not rope.tables or any(table.rope_type != "default" for table in rope.tables.values()):
