@@ -18,6 +18,8 @@ Per model_type:
   derived by the class from other keys and are left out).
 - ``theta``: the base a default instance of the class carries in its ``rope_parameters`` (a
   number, or one per layer type), what a config stating no base gets.
+- ``rope_block``: the rest of that ``rope_parameters`` when it is more than a plain base (a scheme
+  such as Ministral-3's yarn, a partial rotary factor), what a config stating no rope block gets.
 - ``mrope`` (classes whose rotary module composes multimodal positions): observed, not read: the
   class's own rotary module is run on one position axis at a time, and each cos/sin column's axis
   and frequency are matched against the compositions of ``ropekit.tables.mrope``. ``composition``
@@ -109,6 +111,9 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
         theta = _class_theta(config_class)
         if theta is not None:
             entry["theta"] = theta
+        block = _class_rope_block(config_class)
+        if block:
+            entry["rope_block"] = block
         mrope = _mrope(config_class) if "recomposition_frequencies" in source else None
         if mrope is not None:
             entry["mrope"] = mrope
@@ -136,6 +141,22 @@ def _class_theta(config_class: type) -> float | dict[str, float] | None:
     nested = {name: float(block["rope_theta"]) for name, block in parameters.items()
               if isinstance(block, dict) and isinstance(block.get("rope_theta"), (int, float))}
     return dict(sorted(nested.items())) or None
+
+
+def _class_rope_block(config_class: type) -> dict[str, Any] | None:
+    """The rope block a default instance of the class carries when it is more than a plain base
+    (a scheme, or a partial rotary factor), without its base (``theta`` has it): what a config
+    stating no rope block gets. Nested per-layer-type blocks are left out."""
+    try:
+        parameters = config_class().rope_parameters
+    except Exception:
+        return None
+    if not isinstance(parameters, dict) or not ("rope_type" in parameters or "rope_theta" in parameters):
+        return None
+    block = {key: value for key, value in parameters.items() if key != "rope_theta" and _jsonable(value)}
+    if block.get("rope_type", "default") == "default" and not set(block) - {"rope_type"}:
+        return None
+    return dict(sorted(block.items()))
 
 
 def _rotary_modules(config_class: type) -> list[type]:

@@ -43,6 +43,9 @@ class ClassFacts(NamedTuple):
     mrope: Mapping[str, Any] | None = None
     theta: float | Mapping[str, float] | None = None
     """The base the class uses when a config states none (one per layer type when nested)."""
+    rope_block: Mapping[str, Any] | None = None
+    """The rope block (without its base) the class uses when a config states none, when it is
+    more than plain RoPE."""
 
 
 @functools.cache
@@ -75,4 +78,5 @@ def class_facts(model_type: str) -> ClassFacts | None:
         defaults=MappingProxyType(dict(entry.get("defaults", {}))),
         mrope=MappingProxyType(dict(entry["mrope"])) if entry.get("mrope") else None,
         theta=MappingProxyType(dict(entry["theta"])) if isinstance(entry.get("theta"), dict) else entry.get("theta"),
+        rope_block=MappingProxyType(dict(entry["rope_block"])) if entry.get("rope_block") else None,
     )

@@ -50,6 +50,7 @@ _GPTJ = Family(layout="gptj", fixed_theta=10000.0)
 _HALF = Family(partial_rotary_factor=0.5)
 _QUARTER = Family(partial_rotary_factor=0.25)
 _INTERLEAVED_HALF = Family(partial_rotary_factor=0.5, layout="gptj")
+_INTERLEAVED = Family(layout="gptj")
 
 FAMILIES: Mapping[str, Family] = {
     # interleaved pairs, base 10000 hard-coded (modeling_gptj.py / modeling_codegen.py)
@@ -58,8 +59,8 @@ FAMILIES: Mapping[str, Family] = {
     # GLM: half the head, interleaved (configuration_glm.py setdefault 0.5; modeling_glm.py rotate_half over 0::2, 1::2)
     "glm": _INTERLEAVED_HALF,
     "glm4": _INTERLEAVED_HALF,
-    "glm4v": _INTERLEAVED_HALF,
-    "glm4v_text": _INTERLEAVED_HALF,
+    "glm4v": _INTERLEAVED,
+    "glm4v_text": _INTERLEAVED,  # its rotary reads partial_rotary_factor from rope_parameters, default 1.0
     "chatglm": Family(partial_rotary_factor=0.5, layout="gptj"),  # THUDM remote code: kv_channels // 2, interleaved
     # GLM-4.5/4.6: half the head, standard rotate-half
     "glm4_moe": _HALF,

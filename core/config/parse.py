@@ -300,7 +300,11 @@ def _rope_source(view: ConfigView) -> tuple[str, Mapping[str, Any]]:
         if value:
             found.append((view.path(name), value))
     if not found:
-        return view.path("rope_parameters") if "rope_parameters" in view else view.path("rope_scaling"), {}
+        path = view.path("rope_parameters") if "rope_parameters" in view else view.path("rope_scaling")
+        if view.get("rope_parameters") is None and view.get("rope_scaling") is None:
+            block = _class_block(view)
+            return (view.path("rope_parameters") if block else path), block
+        return path, {}
     if len(found) == 2:
         (new_path, new), (old_path, old) = found
         clashes = sorted(k for k in old if k in new and new[k] != old[k] and k not in ("type", "rope_type"))
@@ -313,6 +317,16 @@ def _rope_source(view: ConfigView) -> tuple[str, Mapping[str, Any]]:
         merged = {**old, **new}
         return new_path, merged
     return found[0]
+
+
+def _class_block(view: ConfigView) -> Mapping[str, Any]:
+    """The rope block the model's class fills in when a config states none (Ministral-3's yarn,
+    Apertus' llama3, Moonshine's partial rotary factor), without what the config states itself."""
+    model_type = view.get("model_type")
+    facts = class_facts(model_type) if isinstance(model_type, str) else None
+    if facts is None or facts.rope_block is None:
+        return {}
+    return {key: value for key, value in facts.rope_block.items() if view.get(key) is None}
 
 
 def _declared_type(block: Mapping[str, Any]) -> object:

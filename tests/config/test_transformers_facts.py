@@ -70,3 +70,27 @@ def test_class_theta_is_a_view_of_the_derived_bases() -> None:
     assert "llama" not in CLASS_THETA  # 10000: not listed
     for model_type, local in CLASS_LOCAL_THETA.items():  # the hand-kept local bases agree with the derived ones
         assert FACTS[model_type]["theta"]["sliding_attention"] == local, model_type
+
+
+@pytest.mark.parametrize("model_type", sorted(name for name, entry in FACTS.items() if entry.get("rope_block")))
+def test_a_config_stating_no_rope_block_gets_the_class_block(model_type: str) -> None:
+    """Ministral-3's default yarn, Apertus' llama3, Moonshine's partial rotary factor, a vision
+    tower's axial rope: a config stating no rope block gets what the class fills in, or a refusal
+    naming it; never plain RoPE instead."""
+    import warnings
+
+    import ropekit
+
+    block = FACTS[model_type]["rope_block"]
+    config = {"model_type": model_type, "hidden_size": 256, "num_attention_heads": 2, "head_dim": 128,
+              "num_hidden_layers": 2, "max_position_embeddings": 8192}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = ropekit.load(config).table
+    except ropekit.RopekitError as error:
+        if block.get("rope_type", "default") != "default":
+            assert block["rope_type"] in str(error) or "rope" in str(error), (model_type, str(error))
+        return
+    assert table.rope_type == block.get("rope_type", "default"), model_type
+    assert table.geometry.partial_rotary_factor == pytest.approx(block.get("partial_rotary_factor", 1.0)), model_type
