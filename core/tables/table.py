@@ -222,6 +222,31 @@ class RopeTable:
             self._cache["plan"] = plan  # a race builds it twice, harmlessly
         return plan
 
+    @property
+    def query_scaling(self) -> Mapping[str, float] | None:
+        """The per-position query temperature the model's attention applies beside this table
+        (Ministral-3 / Mistral-4 ``llama_4_scaling_beta``): ``{"beta", "original_max_position_embeddings"}``,
+        or ``None``. The rotation is this table's; :meth:`query_scale` gives the factor."""
+        beta = self.params.get("llama_4_scaling_beta")
+        original = self.params.get("original_max_position_embeddings")
+        if beta is None or not original:
+            return None
+        return MappingProxyType({"beta": float(beta), "original_max_position_embeddings": float(original)})
+
+    def query_scale(self, positions: Any) -> npt.NDArray[np.float64]:
+        """``1 + beta * log(1 + floor(position / original_max_position_embeddings))`` per position:
+        what the attention multiplies queries by after rotating them (ones when the model has no
+        query scaling). float64; transformers rounds it to the query's dtype."""
+        where = np.arange(positions) if isinstance(positions, (int, np.integer)) else np.asarray(positions)
+        if not np.issubdtype(where.dtype, np.integer) and where.size:
+            raise ArgumentTypeError("positions", f"expected integer positions, got dtype {where.dtype}")
+        scaling = self.query_scaling
+        if scaling is None:
+            return np.ones(where.shape, dtype=np.float64)
+        steps = np.floor(where.astype(np.float64) / scaling["original_max_position_embeddings"])
+        result: npt.NDArray[np.float64] = 1.0 + scaling["beta"] * np.log1p(steps)
+        return result
+
     def json_params(self) -> dict[str, Any]:
         """The parameters the table was built with, as JSON: the geometry's ``rope_theta`` and
         ``partial_rotary_factor``, then the scheme's own (tuples as lists)."""
@@ -248,6 +273,9 @@ class RopeTable:
         if self.rule is not None:
             record["seq_len_rule"] = self.rule.text
             record["switch_at"] = self.rule.switch_at
+        if self.query_scaling is not None:
+            record["query_scaling"] = {**self.query_scaling,
+                                       "rule": "q *= 1 + beta * log(1 + floor(position / original_max_position_embeddings))"}
         if self.mrope_composition is not None:
             record["mrope_section"] = list(self.mrope_section or ())
             record["mrope_interleaved"] = self.mrope_interleaved

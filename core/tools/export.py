@@ -258,6 +258,9 @@ def _write_export(
                 f"head_dim {layer['head_dim']}", f"rotary_dim {layer['rotary_dim']}", f"pairs {layer['pairs']}",
                 f"attention_factor {layer['attention_factor']!r}", f"inv_freq {layer['files']['inv_freq']['path']}",
             ]
+            if "query_scaling" in layer:
+                fields += [f"query_scale_beta {layer['query_scaling']['beta']!r}",
+                           f"query_scale_original {int(layer['query_scaling']['original_max_position_embeddings'])}"]
             if "mrope" in layer:
                 fields += [] if "cos" in layer["files"] else [f"layout {layer['layout']}"]
                 fields += [f"mrope_axes {layer['mrope']['axes']}",

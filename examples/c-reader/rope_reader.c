@@ -22,6 +22,8 @@
  * Output, one line per pair:   <layer> <pair> <cos> <sin>
  * for a multimodal layer, one line per column:   <layer> mrope_column <column> <cos> <sin>
  * and per layer with a cache:  <layer> cache_max_abs_diff <value>
+ * and per layer whose attention scales queries by position (Ministral-3, Mistral-4):
+ *                               <layer> query_scale <value>    (q *= value after rotating)
  */
 #include <math.h>
 #include <stdint.h>
@@ -36,8 +38,8 @@
 struct layer {
     char name[256], inv_freq[MAX_PATH], cos[MAX_PATH], sin[MAX_PATH], layout[16], cache_dtype[16];
     char mrope_axis[MAX_PATH], mrope_freq[MAX_PATH];
-    long pairs, positions, mrope_axes, mrope_columns;
-    double attention_factor;
+    long pairs, positions, mrope_axes, mrope_columns, query_scale_original;
+    double attention_factor, query_scale_beta;
 };
 
 static int host_is_little_endian(void) {
@@ -121,6 +123,12 @@ static int parse_line(char *line, struct layer *layer) {
         else if (!strcmp(key, "layout")) bad = copy_token(layer->layout, sizeof layer->layout, value);
         else if (!strcmp(key, "cos")) bad = copy_token(layer->cos, sizeof layer->cos, value);
         else if (!strcmp(key, "sin")) bad = copy_token(layer->sin, sizeof layer->sin, value);
+        else if (!strcmp(key, "query_scale_beta")) {
+            char *end = NULL;
+            layer->query_scale_beta = strtod(value, &end);
+            bad = !end || *end || !(layer->query_scale_beta >= 0) || !isfinite(layer->query_scale_beta);
+        }
+        else if (!strcmp(key, "query_scale_original")) bad = (layer->query_scale_original = parse_count(value, 1L << 40)) < 0;
         else if (!strcmp(key, "mrope_axes")) bad = (layer->mrope_axes = parse_count(value, MAX_AXES)) < 0;
         else if (!strcmp(key, "mrope_columns")) bad = (layer->mrope_columns = parse_count(value, 1L << 21)) < 0;
         else if (!strcmp(key, "mrope_axis")) bad = copy_token(layer->mrope_axis, sizeof layer->mrope_axis, value);
@@ -270,6 +278,9 @@ int main(int argc, char **argv) {
         if (line[0] == '#' || line[0] == '\n') continue;
         if (parse_line(line, &layer)) { fprintf(stderr, "rope_reader: bad manifest line\n"); status = 2; break; }
         if (check_sizes(argv[1], &layer)) { status = 2; break; }
+        if (layer.query_scale_original > 0)
+            printf("%s query_scale %.17g\n", layer.name,
+                   1.0 + layer.query_scale_beta * log1p(floor((double)position / (double)layer.query_scale_original)));
         if (layer.mrope_axis[0]) {
             if ((status = serve_mrope(argv[1], &layer, positions, count))) break;
         } else if (count != 1) {

@@ -28,8 +28,9 @@ HYBRID = ("layers before attention mix positions (state-space, convolution or li
           "not the same vector at every position and the probe cannot isolate the rotation yet")
 PERMUTED = ("the class de-interleaves channels before rotating (MLA rope_interleave): the probe sees rotate-half in "
             "the permuted frame, ropekit serves interleaved pairs of the projected channels; attention scores agree")
-SCALED = ("the class scales queries by position (llama_4_scaling_beta attention temperature): not a pure rotation, "
-          "and ropekit's tables carry no query scaling")
+SCALED = ("the class scales queries by position (llama_4_scaling_beta attention temperature): ropekit serves that "
+          "rule as data (RopeTable.query_scaling / query_scale, checked against the class's own function), but the "
+          "probe does not compare a per-position query scale yet")
 UNRESOLVED = "the recovered rotation does not reproduce the captured states; not investigated yet"
 
 KNOWN_GAPS: dict[str, str] = {
