@@ -50,6 +50,19 @@ def plan_layers(view: ConfigView, family: Family, *, per_type: bool, block_types
     return LayerPlan(types, _no_rope_layers(view, family, len(types) or layers))
 
 
+def _from_block_types(view: ConfigView, layers: int) -> tuple[str, ...]:
+    """RecurrentGemma: ``block_types`` (default recurrent, recurrent, attention) repeated over the
+    layers; recurrent blocks are linear-recurrence layers without RoPE, attention blocks use local
+    (sliding) attention with the one table."""
+    blocks = view.get("block_types")
+    if blocks is None:
+        blocks = ["recurrent", "recurrent", "attention"]
+    if not isinstance(blocks, (list, tuple)) or not blocks or any(b not in ("recurrent", "attention") for b in blocks):
+        raise RopeConfigError(view.path("block_types"), f"expected a list of 'recurrent' and 'attention', got {blocks!r}")
+    return tuple("linear_attention" if block == "recurrent" else "sliding_attention"
+                 for block in (list(blocks) * layers)[:layers])
+
+
 def _declared(view: ConfigView, declared: Any, layers: int | None) -> tuple[str, ...]:
     path = view.path("layer_types")
     if not isinstance(declared, list) or not all(isinstance(name, str) for name in declared):
@@ -68,6 +81,8 @@ def _derived(view: ConfigView, family: Family, layers: int | None, per_type: boo
             return build(view, key, layers)
     if view.get("model_type") == "bamba":  # configuration_bamba.py: no attn_layer_indices, every layer is mamba
         return ("mamba",) * layers
+    if view.get("model_type") == "recurrent_gemma":  # configuration_recurrent_gemma.py: layers_block_type
+        return _from_block_types(view, layers)
     if view.get("model_type") == "qwen3_next":  # configuration_qwen3_next.py: interval 4 by default
         return tuple("linear_attention" if (i + 1) % 4 else "full_attention" for i in range(layers))
     pattern_key = "sliding_window_pattern"

@@ -337,7 +337,7 @@ def _recover(model: Any, rotated: list[tuple[Any, Any, Any]], plain: list[tuple[
             continue
         query, pre = by_layer[index]
         states = query[0, 0].double().numpy()  # (positions, head_dim): head 0
-        before = pre[0, 0, 0].double().numpy() if pre is not None else None
+        before = pre[0, 0].double().numpy() if pre is not None else None  # the same, unrotated
         observations.append(_rotation(index, states, before, positions, seq_len))
     return observations
 
@@ -345,8 +345,13 @@ def _recover(model: Any, rotated: list[tuple[Any, Any, Any]], plain: list[tuple[
 def _rotation(index: int, states: np.ndarray[Any, Any], before: np.ndarray[Any, Any] | None,
               positions: Sequence[int], seq_len: int) -> LayerObservation:
     head_dim = states.shape[1]
-    at_zero = states[0]
-    moving = np.max(np.abs(states - at_zero), axis=0) > 1e-5 * (np.max(np.abs(states)) + 1e-30)
+    scale = np.max(np.abs(states)) + 1e-30
+    if before is not None and not _unrotated(states, before):
+        before = None  # the replacement did not make this class's rotation the identity (a packed sin/cos tensor)
+    if before is not None:  # what rotation did to each position's own vector
+        moving = np.max(np.abs(states - before), axis=0) > 1e-5 * scale
+    else:
+        moving = np.max(np.abs(states - states[0]), axis=0) > 1e-5 * scale
     channels = np.flatnonzero(moving)
     if channels.size == 0:
         return LayerObservation(index, "no_rotation", head_dim=head_dim, seq_len=seq_len)
@@ -365,6 +370,16 @@ def _rotation(index: int, states: np.ndarray[Any, Any], before: np.ndarray[Any, 
     return best
 
 
+def _unrotated(states: np.ndarray[Any, Any], before: np.ndarray[Any, Any]) -> bool:
+    """Whether ``before`` is ``states`` without rotation: same shape, and at position 0 (where every
+    rotation is the identity) each channel equal up to a positive factor (1, or the attention factor)."""
+    if before.shape != states.shape:
+        return False
+    base = before[0]
+    used = np.abs(base) > 1e-6 * (np.max(np.abs(base)) + 1e-30)
+    return bool(used.any() and np.all(states[0][used] / base[used] > 0))
+
+
 def _pairs(first: int, width: int, layout: str) -> list[tuple[int, int]]:
     half = width // 2
     if layout == "neox":
@@ -378,12 +393,28 @@ def _fit(index: int, states: np.ndarray[Any, Any], before: np.ndarray[Any, Any] 
         return None
     pairs = _pairs(first, width, layout)
     complex_states = np.array([states[:, a] + 1j * states[:, b] for a, b in pairs]).T  # (positions, pairs)
-    origin = complex_states[0]
-    if np.any(np.abs(origin) == 0):
-        return None
-    ratio = complex_states / origin
-    if np.max(np.abs(np.abs(ratio) - 1.0)) > 1e-4:  # a rotation keeps each pair's length
-        return None
+    per_position = False
+    if before is not None and before.shape == states.shape:
+        # each position against its own unrotated vector: exact even where earlier layers (state-space,
+        # convolution, linear attention) make the query differ from position to position. Trusted only
+        # when position 0 is unrotated (a class whose rotary module returns one packed tensor is not
+        # made the identity by the probe's replacement)
+        origin_all = np.array([before[:, a] + 1j * before[:, b] for a, b in pairs]).T
+        if np.all(np.abs(origin_all) > 1e-12 * np.max(np.abs(origin_all))):
+            ratio = complex_states / origin_all
+            lengths = np.abs(ratio)
+            per_position = bool(np.max(np.abs(np.angle(ratio[0]))) < 1e-4
+                                and np.max(np.abs(lengths - lengths[0])) <= 1e-4 * np.max(lengths))
+            if per_position:
+                origin = complex_states[0]
+                ratio = ratio / lengths[0]
+    if not per_position:
+        origin = complex_states[0]
+        if np.any(np.abs(origin) == 0):
+            return None
+        ratio = complex_states / origin
+        if np.max(np.abs(np.abs(ratio) - 1.0)) > 1e-4:  # a rotation keeps each pair's length
+            return None
     angles = np.angle(ratio)
     freqs = np.zeros(len(pairs))
     for column in range(len(pairs)):
@@ -402,14 +433,20 @@ def _fit(index: int, states: np.ndarray[Any, Any], before: np.ndarray[Any, Any] 
         freqs[column] = estimate or 0.0
     if np.any(freqs < 0):  # a pair turning the other way is not a rotation ropekit's layouts express
         return None
-    predicted = origin[None, :] * np.exp(1j * np.outer(np.asarray(positions, dtype=np.float64), freqs))
-    residual = float(np.max(np.abs(predicted - complex_states)) / np.max(np.abs(origin)))
+    turning = np.exp(1j * np.outer(np.asarray(positions, dtype=np.float64), freqs))
     factor: float | None = None
-    if before is not None:
-        rotated_before = np.array([before[a] + 1j * before[b] for a, b in pairs])
-        nonzero = np.abs(rotated_before) > 1e-12
-        if nonzero.any():
-            factor = float(np.median(np.abs(origin[nonzero]) / np.abs(rotated_before[nonzero])))
+    if per_position:
+        factor = float(np.median(lengths[0]))
+        predicted = origin_all * lengths[0][None, :] * turning
+        residual = float(np.max(np.abs(predicted - complex_states)) / np.max(np.abs(complex_states)))
+    else:
+        predicted = origin[None, :] * turning
+        residual = float(np.max(np.abs(predicted - complex_states)) / np.max(np.abs(origin)))
+        if before is not None and before.ndim == 2:
+            rotated_before = np.array([before[0, a] + 1j * before[0, b] for a, b in pairs])
+            nonzero = np.abs(rotated_before) > 1e-12
+            if nonzero.any():
+                factor = float(np.median(np.abs(origin[nonzero]) / np.abs(rotated_before[nonzero])))
     return LayerObservation(index, "rotates", head_dim=head_dim, layout=layout, first_channel=first,
                             rotary_dim=width, inv_freq=tuple(float(f) for f in freqs), attention_factor=factor,
                             residual=residual, seq_len=seq_len)
