@@ -58,7 +58,8 @@ def _from_block_types(view: ConfigView, layers: int) -> tuple[str, ...]:
     if blocks is None:
         blocks = ["recurrent", "recurrent", "attention"]
     if not isinstance(blocks, (list, tuple)) or not blocks or any(b not in ("recurrent", "attention") for b in blocks):
-        raise RopeConfigError(view.path("block_types"), f"expected a list of 'recurrent' and 'attention', got {blocks!r}")
+        raise RopeConfigError(view.path("block_types"),
+                              f"expected a list of 'recurrent' and 'attention', got {blocks!r}")
     return tuple("linear_attention" if block == "recurrent" else "sliding_attention"
                  for block in (list(blocks) * layers)[:layers])
 

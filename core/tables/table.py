@@ -274,8 +274,8 @@ class RopeTable:
             record["seq_len_rule"] = self.rule.text
             record["switch_at"] = self.rule.switch_at
         if self.query_scaling is not None:
-            record["query_scaling"] = {**self.query_scaling,
-                                       "rule": "q *= 1 + beta * log(1 + floor(position / original_max_position_embeddings))"}
+            rule = "q *= 1 + beta * log(1 + floor(position / original_max_position_embeddings))"
+            record["query_scaling"] = {**self.query_scaling, "rule": rule}
         if self.mrope_composition is not None:
             record["mrope_section"] = list(self.mrope_section or ())
             record["mrope_interleaved"] = self.mrope_interleaved
