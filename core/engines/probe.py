@@ -495,7 +495,11 @@ def _judge(seen: LayerObservation, table: Any, *, mla: bool = False) -> tuple[st
     observed = np.asarray(seen.inv_freq)
     width = 2 * int(np.count_nonzero(served)) if table.head_dim // 2 == len(served) else table.rotary_dim
     problems = []
-    if seen.layout != table.layout:
+    # MLA with rope_interleave: the class de-interleaves the rope sub-head ((2i, 2i+1) -> (i, i + d/2)) before
+    # its rotate-half, so the probe captures neox in that permuted frame; ropekit serves the same rotation as
+    # interleaved pairs of the projected channels (every query-key score is the same)
+    permuted = mla and table.layout == "gptj" and seen.layout == "neox"
+    if seen.layout != table.layout and not permuted:
         problems.append(f"layout {seen.layout} (ropekit {table.layout})")
     first = seen.head_dim - seen.rotary_dim if mla else 0
     if seen.first_channel != first:

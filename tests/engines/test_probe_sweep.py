@@ -26,8 +26,6 @@ VERDICTS = {"match", "differs", "refused", "not_measured"}
 
 HYBRID = ("layers before attention mix positions (state-space, convolution or linear attention) and the class has no "
           "rotary module the probe can make the identity, so it cannot see each position's unrotated query")
-PERMUTED = ("the class de-interleaves channels before rotating (MLA rope_interleave): the probe sees rotate-half in "
-            "the permuted frame, ropekit serves interleaved pairs of the projected channels; attention scores agree")
 SCALED = ("the class scales queries by position (llama_4_scaling_beta attention temperature): ropekit serves that "
           "rule as data (RopeTable.query_scaling / query_scale, checked against the class's own function), but the "
           "probe does not compare a per-position query scale yet")
@@ -37,7 +35,6 @@ KNOWN_GAPS: dict[str, str] = {
     "lfm3": "its full-attention layers (2, 6) do not fit a rotation of their own unrotated queries; its sliding "
             "layers match; not investigated yet",
     "glm5_next_text": HYBRID,
-    **dict.fromkeys(["deepseek_v3", "glm4_moe_lite", "sarvam_mla", "youtu"], PERMUTED),
     **dict.fromkeys(["ministral3", "mistral4"], SCALED),
     **dict.fromkeys(["lara_mini", "nanochat", "nemotron3_5_transcribe_word_timestamp"], UNRESOLVED),
     "dory": "its layers rotate with tables ropekit does not derive from the config; not investigated yet",
