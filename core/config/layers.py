@@ -138,10 +138,24 @@ def _from_indices(view: ConfigView, key: str, layers: int) -> tuple[str, ...]:
     return tuple("full_attention" if i in indices else other for i in range(layers))
 
 
+def _cross_attention_layers(view: ConfigView, layers: int | None) -> tuple[int, ...]:
+    """Mllama: ``cross_attention_layers`` attend to the image without rotation (default as its
+    config class sets it: 3, 8, 13, ... 38)."""
+    listed = view.get("cross_attention_layers")
+    if listed is None:
+        listed = [3, 8, 13, 18, 23, 28, 33, 38]
+    values = listed if isinstance(listed, list) else None
+    if values is None or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+        raise RopeConfigError(view.path("cross_attention_layers"), f"expected a list of layer indices, got {listed!r}")
+    return tuple(sorted(v for v in set(values) if layers is None or v < layers))
+
+
 def _no_rope_layers(view: ConfigView, family: Family, layers: int | None) -> tuple[int, ...]:
     """Indices of layers that apply no RoPE, from ``no_rope_layers`` (1 = uses RoPE) or the interval."""
     listed = view.get("no_rope_layers")
     model_type = view.get("model_type")
+    if model_type == "mllama_text_model" and listed is None:
+        return _cross_attention_layers(view, layers)
     if listed == [] and model_type in ("llama4", "llama4_text"):
         listed = None  # Llama-4's config replaces an empty list by the default (a truthiness test)
     if listed is not None:

@@ -325,20 +325,28 @@ def _recover(model: Any, rotated: list[tuple[Any, Any, Any]], plain: list[tuple[
     for index, layer in enumerate(layers):
         for module in layer.modules():
             owner[id(module)] = index
-    by_layer: dict[int, tuple[Any, Any]] = {}
-    for number, (module, query, _key) in enumerate(rotated):
+    by_layer: dict[int, tuple[Any, Any, Any, Any]] = {}
+    for number, (module, query, key) in enumerate(rotated):
         index = owner.get(id(module), number)
-        pre = plain[number][1] if number < len(plain) else None
-        by_layer.setdefault(index, (query, pre))
+        pre = plain[number] if number < len(plain) else None
+        by_layer.setdefault(index, (query, key, pre[1] if pre else None, pre[2] if pre else None))
     observations = []
     for index in range(len(layers)):
         if index not in by_layer:
             observations.append(LayerObservation(index, "no_attention", seq_len=seq_len))
             continue
-        query, pre = by_layer[index]
-        states = query[0, 0].double().numpy()  # (positions, head_dim): head 0
-        before = pre[0, 0].double().numpy() if pre is not None else None  # the same, unrotated
-        observations.append(_rotation(index, states, before, positions, seq_len))
+        query, key, query_before, key_before = by_layer[index]
+        seen = _rotation(index, query[0, 0].double().numpy(),  # (positions, head_dim): head 0
+                         query_before[0, 0].double().numpy() if query_before is not None else None, positions, seq_len)
+        if seen.kind == "unrecognised" and key is not None and key.shape[-1] == query.shape[-1]:
+            # a class that also scales queries by position (Ministral-3's llama_4_scaling_beta) rotates its
+            # keys alone: the same rotation, without the query temperature
+            by_key = _rotation(index, key[0, 0].double().numpy(),
+                               key_before[0, 0].double().numpy() if key_before is not None else None, positions,
+                               seq_len)
+            if by_key.kind == "rotates":
+                seen = by_key
+        observations.append(seen)
     return observations
 
 

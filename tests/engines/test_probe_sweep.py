@@ -26,21 +26,16 @@ VERDICTS = {"match", "differs", "refused", "not_measured"}
 
 HYBRID = ("layers before attention mix positions (state-space, convolution or linear attention) and the class has no "
           "rotary module the probe can make the identity, so it cannot see each position's unrotated query")
-SCALED = ("the class scales queries by position (llama_4_scaling_beta attention temperature): ropekit serves that "
-          "rule as data (RopeTable.query_scaling / query_scale, checked against the class's own function), but the "
-          "probe does not compare a per-position query scale yet")
 UNRESOLVED = "the recovered rotation does not reproduce the captured states; not investigated yet"
 
 KNOWN_GAPS: dict[str, str] = {
     "lfm3": "its full-attention layers (2, 6) do not fit a rotation of their own unrotated queries; its sliding "
             "layers match; not investigated yet",
     "glm5_next_text": HYBRID,
-    **dict.fromkeys(["ministral3", "mistral4"], SCALED),
     **dict.fromkeys(["lara_mini", "nanochat", "nemotron3_5_transcribe_word_timestamp"], UNRESOLVED),
     "dory": "its layers rotate with tables ropekit does not derive from the config; not investigated yet",
     "minimax_m3_vl_text": "the class rotates 128 channels where its rotary_dim default says 64",
     "musicflamingo": "an audio model whose rotary width is not derived from its head (128 of 1280)",
-    "mllama_text_model": "cross-attention layers do not rotate; ropekit plans one table for every layer",
     "phi4_multimodal": "some layers never call attention in the probe; not investigated yet",
     "evolla": "the class builds more decoder layers than its config's num_hidden_layers",
     "EvollaModel": "the class builds more decoder layers than its config's num_hidden_layers",
