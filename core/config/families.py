@@ -36,6 +36,8 @@ class Family(NamedTuple):
     at all (ALiBi, state-space). ``no_rope_layer_types``: layer types its code does not rotate.
     ``fixed_theta``: a base its code hard-codes (a theta key in the config is then refused).
     ``forced_partial_rotary_factor``: a fraction its code sets whatever the top level says.
+    ``unserved``: what its code applies that ropekit's tables cannot express (the config is refused
+    with it).
     """
 
     partial_rotary_factor: float | None = None
@@ -44,6 +46,7 @@ class Family(NamedTuple):
     no_rope_layer_types: frozenset[str] = frozenset()
     fixed_theta: float | None = None
     forced_partial_rotary_factor: float | None = None
+    unserved: str = ""
 
 
 _GPTJ = Family(layout="gptj", fixed_theta=10000.0)
@@ -103,6 +106,12 @@ FAMILIES: Mapping[str, Family] = {
     "openai_privacy_filter": Family(layout="gptj"),
     # ... full_attention layers that apply no rotation (only sliding layers rotate)
     "afmoe": Family(no_rope_layer_types=frozenset({"full_attention"})),
+    # modeling_nanochat.py: rotate_half returns cat(x2, -x1), a rotation by -angle (the probe sees pairs turning
+    # the other way); a table of angles applied by a standard forward would turn them back
+    "nanochat": Family(unserved="its code rotates every pair the other way (rotate_half with flipped signs: a "
+                                "rotation by -angle), which ropekit's tables (cos, sin of +angle) do not express"),
+    # modeling_lara_mini.py: only "sliding_attention" layers are handed position_embeddings
+    "lara_mini": Family(no_rope_layer_types=frozenset({"full_attention"})),
     "exaone4": Family(no_rope_layer_types=frozenset({"full_attention"})),
     "exaone_moe": Family(no_rope_layer_types=frozenset({"full_attention"})),
     "kolibri1": Family(no_rope_layer_types=frozenset({"full_attention"})),

@@ -166,6 +166,8 @@ def parse_config(
     _refuse_unserved(view)
     if view.get("model_type") == "baichuan":
         baichuan_rotates(config, view)
+    if family.unserved:
+        raise RopeConfigError(view.path("model_type"), f"{view.get('model_type')}: {family.unserved}")
     without_rope = _no_rope_reason(view, family)
     if without_rope is not None:
         raise NoRopeError(*without_rope)

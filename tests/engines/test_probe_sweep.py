@@ -32,7 +32,7 @@ KNOWN_GAPS: dict[str, str] = {
     "lfm3": "its full-attention layers (2, 6) do not fit a rotation of their own unrotated queries; its sliding "
             "layers match; not investigated yet",
     "glm5_next_text": HYBRID,
-    **dict.fromkeys(["lara_mini", "nanochat", "nemotron3_5_transcribe_word_timestamp"], UNRESOLVED),
+    "nemotron3_5_transcribe_word_timestamp": UNRESOLVED,
     "dory": "its layers rotate with tables ropekit does not derive from the config; not investigated yet",
     "minimax_m3_vl_text": "the class rotates 128 channels where its rotary_dim default says 64",
     "musicflamingo": "an audio model whose rotary width is not derived from its head (128 of 1280)",
@@ -49,6 +49,8 @@ REFUSED_BY_DESIGN: dict[str, str] = {
                     "a theta per layer (layer_rope_theta): one table per layer type cannot express it"),
     "molmo2_text": "scaling only some layers (rope_scaling_layers) is not served",
     "glm4_moe": "the class's default config rotates an odd number of channels (int(42 * 0.5) = 21)",
+    "nanochat": "its code rotates every pair the other way (rotate_half with flipped signs): a direction the "
+                "tables do not carry",
 }
 """Classes whose (default or saved) config ropekit refuses although the class rotates: the reason
 is a feature ropekit's tables cannot express."""
