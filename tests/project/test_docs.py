@@ -66,3 +66,15 @@ def test_the_checks_catch_a_broken_link_and_a_missing_path(tmp_path: Path) -> No
     assert LINK.findall(prose) == ["page.md#title", "nowhere.md", "page.md#nope"]
     assert _anchors(page) == {"title"}
     assert [code for code in INLINE_CODE.findall(prose) if REPO_PATH.match(code)] == ["core/nowhere.py"]
+
+
+def test_the_families_page_says_what_the_derived_facts_and_rules_say() -> None:
+    """docs/families.md's generated section is the facts ropekit applies (scripts/families_table.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("families_table", ROOT / "scripts" / "families_table.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (ROOT / "docs" / "families.md").read_text(encoding="utf-8") == module.page_with(module.section()), (
+        "regenerate with: python scripts/families_table.py")
