@@ -57,7 +57,8 @@ def section() -> str:
             composition = f"{mrope['composition']}" + (f" {section_text}" if section_text else "")
         lines.append(f"| `{name}` | {_theta(theta) if theta is not None else ''} | {_block(block) if block else ''} "
                      f"| {composition} |")
-    lines += ["", "Hand-kept rules (`core/config/families.py`), checked by the probe's sweep (transformers classes) or by numpy ports of their code (remote code):", "",
+    lines += ["", "Hand-kept rules (`core/config/families.py`), checked by the probe's sweep (transformers "
+              "classes) or by numpy ports of their code (remote code):", "",
               "| model_type | layout | partial rotary | base | layers without RoPE | other |",
               "|---|---|---|---|---|---|"]
     for name, family in sorted(FAMILIES.items()):
