@@ -310,17 +310,25 @@ def _quiet(transformers: Any) -> Iterator[None]:
             os.environ["TRANSFORMERS_VERBOSITY"] = previous
 
 
-def _layer_modules(model: Any) -> list[Any]:
-    """The decoder layers in order (the longest ModuleList of the model)."""
+def _layer_modules(model: Any, attending: Sequence[Any] = ()) -> list[Any]:
+    """The decoder layers in order: the ModuleList holding the most of the modules that called
+    attention (a vision or audio tower's longer list is not the decoder), else the longest."""
     import torch
 
     lists: list[list[Any]] = [list(module) for module in model.modules() if isinstance(module, torch.nn.ModuleList)]
-    return max(lists, key=len) if lists else []
+    if not lists:
+        return []
+    wanted = {id(module) for module in attending}
+
+    def holds(layers: list[Any]) -> int:
+        return sum(1 for layer in layers for module in layer.modules() if id(module) in wanted)
+
+    return max(lists, key=lambda layers: (holds(layers), len(layers)))
 
 
 def _recover(model: Any, rotated: list[tuple[Any, Any, Any]], plain: list[tuple[Any, Any, Any]],
              positions: Sequence[int], seq_len: int) -> list[LayerObservation]:
-    layers = _layer_modules(model)
+    layers = _layer_modules(model, [module for module, _, _ in rotated])
     owner = {}
     for index, layer in enumerate(layers):
         for module in layer.modules():

@@ -36,9 +36,6 @@ KNOWN_GAPS: dict[str, str] = {
     "dory": "its layers rotate with tables ropekit does not derive from the config; not investigated yet",
     "minimax_m3_vl_text": "the class rotates 128 channels where its rotary_dim default says 64",
     "musicflamingo": "an audio model whose rotary width is not derived from its head (128 of 1280)",
-    "phi4_multimodal": "some layers never call attention in the probe; not investigated yet",
-    "evolla": "the class builds more decoder layers than its config's num_hidden_layers",
-    "EvollaModel": "the class builds more decoder layers than its config's num_hidden_layers",
     "qwen3_omni_moe_talker_code_predictor": "the class builds more decoder layers than ropekit plans",
 }
 """model_type -> why ropekit does not serve what its class applies (or the probe cannot tell yet):
