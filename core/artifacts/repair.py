@@ -210,24 +210,25 @@ def _repair_onnx(model: ModelRope, artifact: ServedArtifact, source: str, staged
 
     model_file = onnx_pack._model_file(source)
     bare = onnx.load(model_file, load_external_data=False)
-    locations = sorted({entry.value for tensor in _all_tensors(bare.graph, onnx) for entry in tensor.external_data
+    locations = sorted({entry.value for _, _, tensor in onnx_pack._tensors(bare.graph, "graph", onnx)
+                        for entry in tensor.external_data
                         if entry.key == "location"})
     proto = onnx.load(model_file, load_external_data=True)
     changes: list[dict[str, Any]] = []
-    for tensor, scope in _all_tensors_with_scope(proto.graph, onnx):
-        match = onnx_pack._CACHE.search(tensor.name)
+    for scope, name, tensor in onnx_pack._tensors(proto.graph, "graph", onnx):  # the protos themselves
+        match = onnx_pack._CACHE.search(name)
         if match is None:
             continue
         which, suffix = match.group(1), match.group(2)
         if _cache_layer_type(model, suffix) not in wrong:
             continue  # a cache that audits right is left byte for byte
         old = numpy_helper.to_array(tensor)
-        new = _recomputed(model, old, suffix, which, tensor.name)
+        new = _recomputed(model, old, suffix, which, name)
         if np.array_equal(new, old):
             continue
         replacement = numpy_helper.from_array(new.astype(old.dtype), tensor.name)
         tensor.CopyFrom(replacement)
-        changes.append({"what": f"{tensor.name} ({scope})", "shape": list(old.shape), "dtype": str(old.dtype),
+        changes.append({"what": f"{name} ({scope})", "shape": list(old.shape), "dtype": str(old.dtype),
                         "layer_type": _cache_layer_type(model, suffix), "max_change": float(np.max(np.abs(
                             new.astype(np.float64) - old.astype(np.float64))))})
     changes += _rewire(model, artifact, proto.graph, onnx)
@@ -286,27 +287,6 @@ def _loads(path: str) -> None:
             return  # built for another execution provider: onnxruntime's CPU build cannot say
         raise NotRepairableError(f"the rewritten model does not load in onnxruntime: {type(error).__name__}: "
                                  f"{text[:300]}") from None
-
-
-def _all_tensors(graph: Any, onnx: Any) -> Iterator[Any]:
-    for tensor, _ in _all_tensors_with_scope(graph, onnx):
-        yield tensor
-
-
-def _all_tensors_with_scope(graph: Any, onnx: Any, where: str = "graph") -> Iterator[tuple[Any, str]]:
-    """Every initializer and Constant value (mutable protos), in subgraphs too."""
-    for tensor in graph.initializer:
-        yield tensor, where
-    for node in graph.node:
-        for attribute in node.attribute:
-            if node.op_type == "Constant" and attribute.name == "value":
-                attribute.t.name = attribute.t.name or (node.output[0] if node.output else "")
-                yield attribute.t, where
-            elif attribute.type == onnx.AttributeProto.GRAPH:
-                yield from _all_tensors_with_scope(attribute.g, onnx, f"{where}/{node.name}.{attribute.name}")
-            elif attribute.type == onnx.AttributeProto.GRAPHS:
-                for index, subgraph in enumerate(attribute.graphs):
-                    yield from _all_tensors_with_scope(subgraph, onnx, f"{where}/{node.name}[{index}]")
 
 
 def _cache_layer_type(model: ModelRope, suffix: str | None) -> str:

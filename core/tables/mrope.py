@@ -216,7 +216,7 @@ def mrope_cos_sin(
         both = np.empty((2, *shape), dtype=chosen)
         cos, sin = both[0], both[1]
     else:
-        cos, sin = _checked_out_nd(out, shape, chosen)
+        cos, sin = _checked_out(out, shape, chosen)
     flat_cos, flat_sin = cos.reshape(-1, width), sin.reshape(-1, width)
     half = mapping.half
     if half is None:  # a pair's two halves follow different axes: fill the columns themselves
@@ -311,24 +311,6 @@ def _segments(columns: npt.NDArray[np.intp], where: npt.NDArray[np.intp]) -> lis
     if len(found) > 16:  # scattered columns: one gather beats many small copies
         return [(columns, where)]
     return found
-
-
-def _checked_out_nd(out: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[Any, Any]:
-    """``out`` checked like the text path's, for a result of any rank."""
-    if len(shape) == 2:
-        return _checked_out(out, (shape[0], shape[1]), dtype)
-    if not isinstance(out, tuple) or len(out) != 2:
-        raise ArgumentTypeError("out", f"expected a (cos, sin) pair of numpy arrays, got {type(out).__name__}")
-    for name, array in zip(("out[0]", "out[1]"), out, strict=True):
-        if not isinstance(array, np.ndarray):
-            raise ArgumentTypeError(name, f"expected a numpy array, got {type(array).__name__}")
-        if array.shape != shape or array.dtype != dtype:
-            raise ArgumentError(name, f"expected {dtype} of shape {shape}, got {array.dtype} {array.shape}")
-        if not array.flags.writeable or not array.flags.c_contiguous:
-            raise ArgumentError(name, "must be writable and C-contiguous")
-    if np.shares_memory(out[0], out[1]):
-        raise ArgumentError("out", "cos and sin buffers overlap; give two separate arrays")
-    return out[0], out[1]
 
 
 def describe_axes(composition: str | None, section: Sequence[int], pairs: int, layout: str,

@@ -100,7 +100,7 @@ def _check_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
     return chosen
 
 
-def _checked_out(out: Any, shape: tuple[int, int], dtype: np.dtype[Any]) -> tuple[Any, Any]:
+def _checked_out(out: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[Any, Any]:
     if not isinstance(out, tuple) or len(out) != 2:
         raise ArgumentTypeError("out", f"expected a (cos, sin) pair of numpy arrays, got {type(out).__name__}")
     for name, array in zip(("out[0]", "out[1]"), out, strict=True):
