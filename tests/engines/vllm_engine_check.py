@@ -494,7 +494,10 @@ def start_vllm(checkpoint: Path, tmp_path: Path, **environment: str) -> tuple[su
     env.update(VLLM_CPU_KVCACHE_SPACE="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1", **environment)
     run = subprocess.run([sys.executable, str(SERVE_SCRIPT), str(checkpoint), str(out), str(prompts)], env=env,
                          capture_output=True, text=True, timeout=900, check=False)
-    return run, (json.loads(out.read_text()) if run.returncode == 0 else None)
+    # OUT.json appears (whole) only once every prompt is served. vLLM 0.32's CPU teardown sometimes
+    # aborts after that ("terminate called without an active exception", exit -6, seen once in CI):
+    # the results stand, as they would for `vllm serve` stopped after answering.
+    return run, (json.loads(out.read_text()) if out.exists() else None)
 
 
 def transformers_logprobs(checkpoint: Path, rope_parameters: dict[str, Any] | None = None) -> list[np.ndarray[Any, Any]]:

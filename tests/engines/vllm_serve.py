@@ -33,8 +33,10 @@ def main(argv: list[str]) -> int:
         rows: Any = output.prompt_logprobs
         logprobs.append([float(rows[i][prompt[i]].logprob) for i in range(1, len(prompt))])
     done = time.perf_counter()
-    Path(out).write_text(json.dumps({"seconds": {"load": loaded - started, "prompts": done - loaded},
-                                     "logprobs": logprobs}))
+    written = Path(out).with_suffix(".partial")
+    written.write_text(json.dumps({"seconds": {"load": loaded - started, "prompts": done - loaded},
+                                   "logprobs": logprobs}))
+    written.replace(out)  # whole or absent: the caller reads it even if vLLM's teardown then aborts
     return 0
 
 
