@@ -26,6 +26,8 @@ Per model_type:
   and ``layout`` name the one that fits, ``section`` is the module's own section when the config
   states none (``null``: it has none). A module no composition fits is ``"composition":
   "unknown"`` (ropekit then refuses its multimodal positions by name).
+- ``unread``: geometry keys the class's config declares but its own rotary module is observed not
+  to follow (``rotary_dim`` of MiniMax-M3-VL's text model): ropekit does not read them either.
 """
 
 from __future__ import annotations
@@ -114,6 +116,10 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
         block = _class_rope_block(config_class)
         if block:
             entry["rope_block"] = block
+        unread = _unread(config_class)
+        if unread:
+            entry["unread"] = unread
+            entry["defaults"] = {key: value for key, value in entry["defaults"].items() if key not in unread}
         mrope = _mrope(config_class) if "recomposition_frequencies" in source else None
         if mrope is not None:
             entry["mrope"] = mrope
@@ -159,10 +165,11 @@ def _class_rope_block(config_class: type) -> dict[str, Any] | None:
     return dict(sorted(block.items()))
 
 
-def _rotary_modules(config_class: type) -> list[type]:
-    """The multimodal rotary classes (text, not vision/audio) that ``config_class``'s own model
-    classes build: those of its modeling module with ``recomposition_frequencies`` that a model
-    class declaring ``config_class`` names in its ``__init__`` (all of them if none says)."""
+def _rotary_modules(config_class: type, *, multimodal: bool = True) -> list[type]:
+    """The rotary classes (text, not vision/audio) that ``config_class``'s own model classes build:
+    those of its modeling module (multimodal: with ``recomposition_frequencies``; else any
+    ``...RotaryEmbedding``) that a model class declaring ``config_class`` names in its ``__init__``
+    (all of them if none says)."""
     import importlib
     import inspect
 
@@ -173,7 +180,9 @@ def _rotary_modules(config_class: type) -> list[type]:
         return []
     members = [member for _, member in inspect.getmembers(module, inspect.isclass)
                if member.__module__ == module.__name__]
-    rotary = [member for member in members if hasattr(member, "recomposition_frequencies")
+    rotary = [member for member in members
+              if (hasattr(member, "recomposition_frequencies") if multimodal else
+                  member.__name__.endswith("RotaryEmbedding"))
               and not re.search(r"Vision|Audio|Visual|DiT|Image", member.__name__)]
     builders = "\n".join(inspect.getsource(member.__init__) for member in members
                          if getattr(member, "config_class", None) is config_class and "__init__" in vars(member))
@@ -205,6 +214,27 @@ def _observe(module: Any, layer_type: str | None) -> tuple[Any, Any] | None:
         except Exception:  # a module that reads another number of axes
             continue
     return None
+
+
+def _unread(config_class: type) -> list[str]:
+    """Fields of ``config_class`` that look like RoPE geometry but that its own text rotary module is
+    observed not to follow: today ``rotary_dim`` (MiniMax-M3-VL's text config declares 64 while its
+    rotary module rotates the whole head). Observed by building the module with the field's default
+    and with half of it: the same number of frequencies means the field is not read. A class
+    without a module to build (GPT-J, CodeGen rotate inside attention) keeps the field read."""
+    if not dataclasses.is_dataclass(config_class):
+        return []
+    default = next((field.default for field in dataclasses.fields(config_class) if field.name == "rotary_dim"), None)
+    if not isinstance(default, int) or default < 4:
+        return []
+    widths: set[tuple[int, int]] = set()
+    for rotary in _rotary_modules(config_class, multimodal=False):
+        try:
+            sizes = [rotary(config=config_class(rotary_dim=dim)).inv_freq.shape[-1] for dim in (default, default // 2)]
+        except Exception:
+            continue
+        widths.add((sizes[0], sizes[1]))
+    return ["rotary_dim"] if widths and all(first == second for first, second in widths) else []
 
 
 def _mrope(config_class: type) -> dict[str, Any] | None:

@@ -46,6 +46,8 @@ class ClassFacts(NamedTuple):
     rope_block: Mapping[str, Any] | None = None
     """The rope block (without its base) the class uses when a config states none, when it is
     more than plain RoPE."""
+    unread: frozenset[str] = frozenset()
+    """Geometry keys the class's config declares that its rotary module is observed not to follow."""
 
 
 @functools.cache
@@ -79,4 +81,5 @@ def class_facts(model_type: str) -> ClassFacts | None:
         mrope=MappingProxyType(dict(entry["mrope"])) if entry.get("mrope") else None,
         theta=MappingProxyType(dict(entry["theta"])) if isinstance(entry.get("theta"), dict) else entry.get("theta"),
         rope_block=MappingProxyType(dict(entry["rope_block"])) if entry.get("rope_block") else None,
+        unread=frozenset(entry.get("unread", ())),
     )

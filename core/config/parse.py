@@ -526,8 +526,10 @@ def _partial_rotary_factor(
         if view.get(name) is not None:
             found = positive_number(view[name], view.path(name), above=0.0, most=1.0), view.path(name)
             break
-    rotary_dim = view.get("rotary_dim")
-    if rotary_dim is not None:
+    model_type = view.get("model_type")
+    facts = class_facts(model_type) if isinstance(model_type, str) else None
+    rotary_dim = None if facts is not None and "rotary_dim" in facts.unread else view.get("rotary_dim")
+    if rotary_dim is not None:  # (a class whose rotary module is observed to ignore it: not read)
         where = view.path("rotary_dim")
         if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, int) or not 0 < rotary_dim <= head_dim:
             raise RopeConfigError(where, f"expected an integer in (0, head_dim {head_dim}], got {rotary_dim!r}")

@@ -96,3 +96,19 @@ def test_a_config_stating_no_rope_block_gets_the_class_block(model_type: str) ->
         return
     assert table.rope_type == block.get("rope_type", "default"), model_type
     assert table.geometry.partial_rotary_factor == pytest.approx(block.get("partial_rotary_factor", 1.0)), model_type
+
+
+@pytest.mark.parametrize("model_type", sorted(name for name, entry in FACTS.items() if entry.get("unread")))
+def test_a_key_the_class_is_observed_to_ignore_is_not_read(model_type: str) -> None:
+    """MiniMax-M3-VL's text config declares ``rotary_dim`` 64, and its rotary module rotates the
+    whole head whatever it says: a config stating it (or leaving it to the class) rotates the head."""
+    import ropekit
+
+    assert FACTS[model_type]["unread"] == ["rotary_dim"]
+    assert "rotary_dim" not in FACTS[model_type]["defaults"]
+    config = {"model_type": model_type, "hidden_size": 256, "num_attention_heads": 2, "head_dim": 128,
+              "num_hidden_layers": 2, "max_position_embeddings": 8192, "rope_theta": 10000.0}
+    for stated in ({}, {"rotary_dim": 64}):
+        assert ropekit.load({**config, **stated}).table.geometry.rotary_dim == 128, stated
+    gptj = {key: value for key, value in config.items() if key != "rope_theta"}
+    assert ropekit.load({**gptj, "model_type": "gptj", "rotary_dim": 64}).table.geometry.rotary_dim == 64

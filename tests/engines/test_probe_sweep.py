@@ -34,7 +34,6 @@ KNOWN_GAPS: dict[str, str] = {
     "glm5_next_text": HYBRID,
     "nemotron3_5_transcribe_word_timestamp": UNRESOLVED,
     "dory": "its layers rotate with tables ropekit does not derive from the config; not investigated yet",
-    "minimax_m3_vl_text": "the class rotates 128 channels where its rotary_dim default says 64",
     "musicflamingo": "an audio model whose rotary width is not derived from its head (128 of 1280)",
     "qwen3_omni_moe_talker_code_predictor": "the class builds more decoder layers than ropekit plans",
 }
