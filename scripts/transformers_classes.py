@@ -26,6 +26,8 @@ Per model_type:
   and ``layout`` name the one that fits, ``section`` is the module's own section when the config
   states none (``null``: it has none). A module no composition fits is ``"composition":
   "unknown"`` (ropekit then refuses its multimodal positions by name).
+- ``own_keys`` (``composite``): keys a wrapper whose own code rotates no query or key sets for a
+  rotary module of its own (MusicFlamingo's audio time embedding): they are not its text model's.
 - ``unread``: geometry keys the class's config declares but its own rotary module is observed not
   to follow (``rotary_dim`` of MiniMax-M3-VL's text model): ropekit does not read them either.
 """
@@ -50,6 +52,8 @@ ROPE_FIELDS = frozenset({"rope_parameters", "rope_scaling", "rope_theta", "rotar
 ROTATES = re.compile(
     r"\b(apply_rotary_pos_emb\w*|rotate_half|rotate_every_two|\w*RotaryEmbedding|apply_rotary_emb\w*)\b"
 )
+ROTATES_QUERIES = re.compile(r"\bapply_rotary_pos_emb\b")
+"""The function every transformers attention that rotates its queries and keys calls."""
 TEXT_KEYS = ("text_config", "language_config", "llm_config", "thinker_config", "decoder_config", "text_encoder")
 """Sub-config keys that hold a wrapper's language model, in the order they are looked for."""
 NO_ROPE_REASONS = (
@@ -98,13 +102,18 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
     sub_configs = getattr(config_class, "sub_configs", None) or {}
     text_key = next((key for key in TEXT_KEYS if key in sub_configs), None)
     source = _modeling_sources(config_class)
-    if text_key is not None and not (fields & ROPE_FIELDS):
+    if text_key is not None and (not (fields & ROPE_FIELDS) or not ROTATES_QUERIES.search(source)):
+        # a wrapper; one whose own code rotates no query or key (MusicFlamingo's rope block drives a
+        # time embedding added to audio features) is one too: its text model's table is the one served
         entry: dict[str, Any] = {"kind": "composite", "text": text_key}
         try:
             built = config_class()
             inner = getattr(built, text_key, None)
             if inner is not None and getattr(inner, "model_type", None):
                 entry["text_type"] = inner.model_type
+            if fields & ROPE_FIELDS:  # the wrapper's own rope (a time embedding of audio features)
+                entry["own_keys"] = sorted(key for key in read_keys if key not in ("model_type", text_key)
+                                           and getattr(built, key, None) is not None)
         except Exception:  # a wrapper that cannot be built with defaults names no default text model
             pass
         return entry

@@ -46,6 +46,9 @@ class ClassFacts(NamedTuple):
     rope_block: Mapping[str, Any] | None = None
     """The rope block (without its base) the class uses when a config states none, when it is
     more than plain RoPE."""
+    own_keys: frozenset[str] = frozenset()
+    """A wrapper's keys that configure a rotary module of its own, not its text model's (MusicFlamingo's
+    audio time embedding): they are not read from the top level as the text model's."""
     unread: frozenset[str] = frozenset()
     """Geometry keys the class's config declares that its rotary module is observed not to follow."""
 
@@ -81,5 +84,6 @@ def class_facts(model_type: str) -> ClassFacts | None:
         mrope=MappingProxyType(dict(entry["mrope"])) if entry.get("mrope") else None,
         theta=MappingProxyType(dict(entry["theta"])) if isinstance(entry.get("theta"), dict) else entry.get("theta"),
         rope_block=MappingProxyType(dict(entry["rope_block"])) if entry.get("rope_block") else None,
+        own_keys=frozenset(entry.get("own_keys", ())),
         unread=frozenset(entry.get("unread", ())),
     )

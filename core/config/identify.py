@@ -34,12 +34,14 @@ class Identity(NamedTuple):
     """The code a config runs. ``model_type`` is its language model's (``text_config``'s, else
     the top level's; ``None`` when the config states none); ``origin`` where ropekit's knowledge
     of that code comes from; ``defaults`` the class defaults for keys the config leaves out;
-    ``family`` the facts a family plugin declares (``None``: ropekit's own)."""
+    ``family`` the facts a family plugin declares (``None``: ropekit's own); ``wrapper_keys`` the
+    top-level keys that configure a wrapper's own rotary module, not its language model."""
 
     model_type: str | None
     origin: Origin
     defaults: Mapping[str, Any] = _EMPTY
     family: Family | None = None
+    wrapper_keys: frozenset[str] = frozenset()
 
 
 FamilyLookup = Callable[[str], ModelFamily | None]
@@ -55,11 +57,13 @@ def identify(config: Mapping[str, Any], *, strict: bool, plugin_family: FamilyLo
     if outer is None and inner is None:
         return _unnamed(config, strict)
     effective, path = (inner, "text_config.model_type") if inner is not None else (outer, "model_type")
+    wrapper_keys: frozenset[str] = frozenset()
     if outer is not None:
         known = _knowledge(outer, "model_type", strict, plugin_family)
         facts = known[1] if known is not None else None
         if facts is not None and facts.kind == "composite":
             _check_text_key(config, outer, facts)
+            wrapper_keys = facts.own_keys
             if inner is None and facts.text_type is not None:
                 effective, path = facts.text_type, "model_type"
         elif known is None and inner is None:
@@ -80,8 +84,8 @@ def identify(config: Mapping[str, Any], *, strict: bool, plugin_family: FamilyLo
                               "family plugin); there is no RoPE table to serve")
         family = Family(partial_rotary_factor=declared.partial_rotary_factor, layout=declared.layout,
                         no_rope_layer_types=declared.no_rope_layer_types)
-        return Identity(effective, origin, declared.defaults, family)
-    return Identity(effective, origin, defaults)
+        return Identity(effective, origin, declared.defaults, family, wrapper_keys)
+    return Identity(effective, origin, defaults, wrapper_keys=wrapper_keys)
 
 
 def _unnamed(config: Mapping[str, Any], strict: bool) -> Identity:

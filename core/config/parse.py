@@ -161,7 +161,7 @@ def parse_config(
     """
     lookalikes = screen_keys(config)
     identity = identify(config, strict=strict, plugin_family=plugin_family)
-    view = ConfigView(config, identity.defaults, model_type=identity.model_type)
+    view = ConfigView(config, identity.defaults, model_type=identity.model_type, wrapper_keys=identity.wrapper_keys)
     family = identity.family or family_for(view.get("model_type"))
     _refuse_unserved(view)
     if view.get("model_type") == "baichuan":

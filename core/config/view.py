@@ -27,18 +27,23 @@ class ConfigView(Mapping[str, Any]):
     ``model_type``, when given, is the code the config was identified as running (a wrapper's
     default text model, say); it wins over the text that names it.
 
+    ``wrapper_keys`` are not read from the top level: there they configure a wrapper's own rotary
+    module, not its language model (MusicFlamingo's audio time embedding).
+
     A key whose value is ``null`` counts as absent. :meth:`path` says where a key was found, or
     where it would be declared for a class default; :meth:`defaulted` says which it was.
     """
 
     def __init__(
-        self, config: Mapping[str, Any], defaults: Mapping[str, Any] | None = None, *, model_type: str | None = None
+        self, config: Mapping[str, Any], defaults: Mapping[str, Any] | None = None, *, model_type: str | None = None,
+        wrapper_keys: frozenset[str] = frozenset(),
     ) -> None:
         text = config.get("text_config")
         if text is not None and not isinstance(text, Mapping):
             raise RopeConfigError("text_config", f"expected an object, got {type(text).__name__}")
         self._layers: list[tuple[str, Mapping[str, Any]]] = [("text_config.", text)] if text else []
-        self._layers.append(("", config))
+        self._layers.append(("", {key: value for key, value in config.items() if key not in wrapper_keys}
+                                  if wrapper_keys else config))
         self._defaults: Mapping[str, Any] = {**(defaults or {}), "model_type": model_type}
         self._model_type = model_type
 

@@ -112,3 +112,16 @@ def test_a_key_the_class_is_observed_to_ignore_is_not_read(model_type: str) -> N
         assert ropekit.load({**config, **stated}).table.geometry.rotary_dim == 128, stated
     gptj = {key: value for key, value in config.items() if key != "rope_theta"}
     assert ropekit.load({**gptj, "model_type": "gptj", "rotary_dim": 64}).table.geometry.rotary_dim == 64
+
+
+def test_a_wrappers_own_rope_keys_are_not_read_as_its_text_models() -> None:
+    """MusicFlamingo's top-level rope block (base 1200, a fifth of the audio width 1280) drives a
+    time embedding added to audio features; its Qwen2 text model rotates with its own defaults."""
+    import ropekit
+
+    assert set(FACTS["musicflamingo"]["own_keys"]) >= {"rope_parameters", "head_dim"}
+    config = {"model_type": "musicflamingo", "head_dim": 1280, "max_position_embeddings": 1200,
+              "rope_parameters": {"rope_type": "default", "rope_theta": 1200.0, "partial_rotary_factor": 0.2},
+              "text_config": {"model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28}}
+    geometry = ropekit.load(config).table.geometry
+    assert (geometry.head_dim, geometry.rotary_dim, geometry.theta) == (128, 128, 10000.0)

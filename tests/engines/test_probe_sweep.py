@@ -34,7 +34,6 @@ KNOWN_GAPS: dict[str, str] = {
     "glm5_next_text": HYBRID,
     "nemotron3_5_transcribe_word_timestamp": UNRESOLVED,
     "dory": "its layers rotate with tables ropekit does not derive from the config; not investigated yet",
-    "musicflamingo": "an audio model whose rotary width is not derived from its head (128 of 1280)",
     "qwen3_omni_moe_talker_code_predictor": "the class builds more decoder layers than ropekit plans",
 }
 """model_type -> why ropekit does not serve what its class applies (or the probe cannot tell yet):
@@ -70,7 +69,9 @@ def _observations(entry: dict[str, Any]) -> list[LayerObservation]:
 def test_the_sweep_is_of_the_pinned_transformers_and_covers_every_rope_class() -> None:
     assert SWEEP["transformers"] == transformers_version()
     rope_classes = {name for name, entry in CLASSES.items() if entry["kind"] == "rope"}
-    assert set(SWEEP["classes"]) == rope_classes, sorted(rope_classes ^ set(SWEEP["classes"]))[:10]
+    assert rope_classes <= set(SWEEP["classes"]), sorted(rope_classes - set(SWEEP["classes"]))[:10]
+    extra = {name: CLASSES[name]["kind"] for name in set(SWEEP["classes"]) - rope_classes}
+    assert set(extra.values()) <= {"composite"}, extra  # a wrapper probed whole (MusicFlamingo) is kept
     for name, variant, entry in _variants():
         assert entry["verdict"] in VERDICTS, (name, variant)
         if entry["verdict"] in ("refused", "not_measured"):
