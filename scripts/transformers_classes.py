@@ -28,6 +28,8 @@ Per model_type:
   "unknown"`` (ropekit then refuses its multimodal positions by name).
 - ``own_keys`` (``composite``): keys a wrapper whose own code rotates no query or key sets for a
   rotary module of its own (MusicFlamingo's audio time embedding): they are not its text model's.
+- ``folds``: a block name whose ``layer_types`` entries the class folds into the layer before
+  (Dory: ``attention, "mlp"`` pairs are one decoder layer), observed on the config class.
 - ``unread``: geometry keys the class's config declares but its own rotary module is observed not
   to follow (``rotary_dim`` of MiniMax-M3-VL's text model): ropekit does not read them either.
 """
@@ -125,6 +127,9 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
         block = _class_rope_block(config_class)
         if block:
             entry["rope_block"] = block
+        folds = _folds(config_class)
+        if folds:
+            entry["folds"] = folds
         unread = _unread(config_class)
         if unread:
             entry["unread"] = unread
@@ -223,6 +228,22 @@ def _observe(module: Any, layer_type: str | None) -> tuple[Any, Any] | None:
         except Exception:  # a module that reads another number of axes
             continue
     return None
+
+
+def _folds(config_class: type) -> str | None:
+    """The block name whose ``layer_types`` entries the class folds into the layer before (Dory's
+    released configs list ``attention, "mlp"`` pairs, one decoder layer each): observed by building
+    the class on such a list and reading the ``layer_types`` and ``num_hidden_layers`` it keeps."""
+    if not dataclasses.is_dataclass(config_class) or "layer_types" not in {
+            field.name for field in dataclasses.fields(config_class)}:
+        return None
+    paired = ["sliding_attention", "mlp", "full_attention", "mlp"] * 2
+    try:
+        built = config_class(num_hidden_layers=len(paired), layer_types=paired)
+    except Exception:
+        return None
+    folded = list(getattr(built, "layer_types", None) or []) == paired[::2]
+    return "mlp" if folded and getattr(built, "num_hidden_layers", None) == len(paired) // 2 else None
 
 
 def _unread(config_class: type) -> list[str]:

@@ -51,6 +51,9 @@ class ClassFacts(NamedTuple):
     audio time embedding): they are not read from the top level as the text model's."""
     unread: frozenset[str] = frozenset()
     """Geometry keys the class's config declares that its rotary module is observed not to follow."""
+    folds: str | None = None
+    """A ``layer_types`` entry the class folds into the layer before it (Dory's ``"mlp"``): each
+    ``(attention type, folds)`` pair is one decoder layer."""
 
 
 @functools.cache
@@ -86,4 +89,5 @@ def class_facts(model_type: str) -> ClassFacts | None:
         rope_block=MappingProxyType(dict(entry["rope_block"])) if entry.get("rope_block") else None,
         own_keys=frozenset(entry.get("own_keys", ())),
         unread=frozenset(entry.get("unread", ())),
+        folds=entry.get("folds"),
     )

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..errors import RopeConfigError
+from .classes import class_facts
 from .families import ATTENTION_LAYER_TYPES, CLASS_LOCAL_THETA, NO_ROPE_LAYER_TYPES, Family
 from .view import ConfigView, positive_int
 
@@ -70,6 +71,14 @@ def _declared(view: ConfigView, declared: Any, layers: int | None) -> tuple[str,
         raise RopeConfigError(path, "expected a list of layer type names")
     if layers is not None and len(declared) != layers:
         raise RopeConfigError(path, f"lists {len(declared)} layers, but num_hidden_layers is {layers}; they must agree")
+    model_type = view.get("model_type")
+    facts = class_facts(model_type) if isinstance(model_type, str) else None
+    folds = facts.folds if facts is not None else None
+    if folds is not None and folds in declared:  # Dory: (attention, "mlp") pairs, one decoder layer each
+        if len(declared) % 2 or any((name == folds) != (index % 2 == 1) for index, name in enumerate(declared)):
+            raise RopeConfigError(path, f"{model_type}'s config class folds each {folds!r} entry into the layer "
+                                  f"before it, so the list must alternate a layer type and {folds!r}; got {declared!r}")
+        return tuple(declared[::2])
     return tuple(declared)
 
 

@@ -125,3 +125,22 @@ def test_a_wrappers_own_rope_keys_are_not_read_as_its_text_models() -> None:
               "text_config": {"model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28}}
     geometry = ropekit.load(config).table.geometry
     assert (geometry.head_dim, geometry.rotary_dim, geometry.theta) == (128, 128, 10000.0)
+
+
+def test_a_class_that_folds_mlp_blocks_into_layers_is_planned_as_it_builds_them() -> None:
+    """Dory's released configs list (attention, "mlp") pairs; its config class keeps every other
+    entry and halves num_hidden_layers: layer 3 is the fourth attention entry, a full layer."""
+    import ropekit
+
+    assert FACTS["dory"]["folds"] == "mlp"
+    kinds = ["sliding_attention"] * 3 + ["full_attention"]
+    config = {"model_type": "dory", "num_hidden_layers": 16, "hidden_size": 2560, "num_attention_heads": 16,
+              "head_dim": 256, "layer_types": [block for kind in kinds * 2 for block in (kind, "mlp")],
+              "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e7},
+                                  "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
+    rope = ropekit.load(config)
+    assert [table.geometry.theta if table else None for table in map(rope.for_layer, range(8))] == \
+        [1e4, 1e4, 1e4, 1e7] * 2
+    unpaired = {**config, "layer_types": ["sliding_attention", "mlp", "mlp", "full_attention"] * 4}
+    with pytest.raises(ropekit.RopeConfigError, match=r"layer_types: dory's config class folds each 'mlp'"):
+        ropekit.load(unpaired)
