@@ -26,13 +26,11 @@ VERDICTS = {"match", "differs", "refused", "not_measured"}
 
 HYBRID = ("layers before attention mix positions (state-space, convolution or linear attention) and the class has no "
           "rotary module the probe can make the identity, so it cannot see each position's unrotated query")
-UNRESOLVED = "the recovered rotation does not reproduce the captured states; not investigated yet"
 
 KNOWN_GAPS: dict[str, str] = {
     "lfm3": "its full-attention layers (2, 6) do not fit a rotation of their own unrotated queries; its sliding "
             "layers match; not investigated yet",
     "glm5_next_text": HYBRID,
-    "nemotron3_5_transcribe_word_timestamp": UNRESOLVED,
 }
 """model_type -> why ropekit does not serve what its class applies (or the probe cannot tell yet):
 each one listed with its reason, none silent. Fixing one fails the test until it is removed here."""
