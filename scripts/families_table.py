@@ -32,6 +32,22 @@ def _block(block: dict[str, Any]) -> str:
     return ", ".join(f"{key} {value}" for key, value in shown.items())
 
 
+def _observed(entry: dict[str, Any]) -> str:
+    """The facts observed on a class beyond its defaults, except the common one (plain RoPE over
+    the whole head whatever ``partial_rotary_factor`` says, Llama's way: counted in the intro)."""
+    shown = []
+    unread = [key for key in entry.get("unread", ()) if key != "partial_rotary_factor"]
+    if unread:
+        shown.append(f"ignores {', '.join(unread)}")
+    scaling = entry.get("flat_scaling")
+    if scaling:
+        shown.append(f"flat rope_scaling scales {', '.join(scaling['layer_types'])}"
+                     + ("" if scaling["reads_type"] else " (rope_type only)"))
+    if entry.get("folds"):
+        shown.append(f"folds {entry['folds']!r} entries of layer_types")
+    return "; ".join(shown)
+
+
 def section() -> str:
     """The generated markdown: derived class defaults, multimodal compositions, hand-kept rules."""
     from ropekit.config.families import FAMILIES
@@ -40,15 +56,20 @@ def section() -> str:
     classes = document["classes"]
     lines = [BEGIN, "",
              f"Derived from transformers {document['transformers']} (`{document['command']}`): what a config that "
-             "states nothing gets from its class.", "",
-             "| model_type | base (`theta`) | rope block | multimodal |", "|---|---|---|---|"]
+             "states nothing gets from its class. "
+             f"{sum('partial_rotary_factor' in entry.get('unread', ()) for entry in classes.values())} classes "
+             "(Llama and its copies) compute plain RoPE over the whole head whatever `partial_rotary_factor` says: "
+             "ropekit serves them so, with a warning naming the key.", "",
+             "| model_type | base (`theta`) | rope block | multimodal | observed on the class |",
+             "|---|---|---|---|---|"]
     for name, entry in sorted(classes.items()):
         if entry.get("kind") != "rope":
             continue
         theta = entry.get("theta")
         block = entry.get("rope_block")
         mrope = entry.get("mrope")
-        unusual = (theta is not None and theta != 10000.0) or block or mrope
+        observed = _observed(entry)
+        unusual = (theta is not None and theta != 10000.0) or block or mrope or observed
         if not unusual:
             continue
         composition = ""
@@ -56,7 +77,7 @@ def section() -> str:
             section_text = mrope.get("section")
             composition = f"{mrope['composition']}" + (f" {section_text}" if section_text else "")
         lines.append(f"| `{name}` | {_theta(theta) if theta is not None else ''} | {_block(block) if block else ''} "
-                     f"| {composition} |")
+                     f"| {composition} | {observed} |")
     lines += ["", "Hand-kept rules (`core/config/families.py`), checked by the probe's sweep (transformers "
               "classes) or by numpy ports of their code (remote code):", "",
               "| model_type | layout | partial rotary | base | layers without RoPE | other |",

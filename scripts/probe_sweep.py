@@ -1,18 +1,23 @@
 """Probe every RoPE class of the pinned transformers and record what ropekit serves against it.
 
-For each model_type whose modeling code rotates (``core/config/transformers_classes.json``), two
-configs are probed: ``default`` (the class built with its defaults, every value written out) and
+For each model_type whose modeling code rotates (``core/config/transformers_classes.json``), these
+configs are probed: ``default`` (the class built with its defaults, every value written out),
 ``saved`` (what ``save_pretrained`` writes for it: only values that differ from the class defaults,
-so ropekit must know every class default itself). Each gets a verdict: ``match``, ``differs`` (with
+so ropekit must know every class default itself) and, for a class with one plain rope block,
+``legacy_<type>`` (a transformers v4 flat ``rope_scaling`` block of one of :data:`LEGACY_TYPES`) and
+``partial`` (half the head rotating). Each is observed on both sides of every length at which
+ropekit's table switches (longrope, dynamic). Each gets a verdict: ``match``, ``differs`` (with
 the layers and reasons), ``refused`` (ropekit refused the config, with the reason) or
 ``not_measured`` (the probe could not build or run the class, with the reason). Nothing is left out
 silently. Each measured variant keeps its config and what was observed (per distinct rotation, the
 layers it applies to), so the no-torch suite re-checks ropekit's tables against the observations.
 
     python scripts/probe_sweep.py [--only TYPE,...] [--limit N] [--timeout 120] [--out PATH]
+    python scripts/probe_sweep.py --published
 
 Needs the ``reference`` extra. Writes ``tests/data/probe/sweep.json`` by default (resumable: model
-types already recorded are kept unless ``--redo``).
+types already recorded are kept unless ``--redo``). ``--published`` probes each published config
+of ``tests/data/configs/published`` as it is, into ``tests/data/probe/published.json``.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "data" / "probe" / "sweep.json"
+CLASSES = ROOT / "core" / "config" / "transformers_classes.json"
+PUBLISHED = ROOT / "tests" / "data" / "configs" / "published"
+PUBLISHED_OUT = ROOT / "tests" / "data" / "probe" / "published.json"
 NOT_TEXT = re.compile(r"vision|audio|video|speech|image|visual|encoder|mask|sam|tts|vit|dino|depth|detr|segment|"
                       r"whisper|wav|codec|vq|patch|transcribe|asr|vocoder|talker|token2wav|detector|mimi")
 """Components that are not text decoders (vision, audio, speech, video, detection towers, ...): their
@@ -36,13 +44,64 @@ positions are not 1-D text positions, so they are recorded as not measured, with
 NOT_TEXT_REASON = "not a text decoder (a vision, audio, speech or detection component): outside the probe's scope"
 
 
+LEGACY_TYPES = ("linear", "dynamic", "yarn", "llama3", "longrope")
+"""The flat ``rope_scaling`` types of transformers v4 configs; each class is probed with one of
+them (chosen by its place in the sorted list of classes), so every type is probed on a fifth of
+the classes."""
+
+
 def _variants(model_type: str) -> dict[str, dict[str, Any]]:
+    """The configs probed for one class: ``default``, ``saved``, and, for a class with one rope
+    block, ``legacy_<type>`` (the saved config with a transformers v4 flat ``rope_scaling`` block
+    and a top-level ``rope_theta`` instead of ``rope_parameters``) and ``partial`` (half the head
+    rotating, where the class rotates all of it by default)."""
     import transformers
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     transformers.logging.set_verbosity_error()
     built = CONFIG_MAPPING[model_type]()
-    return {"default": built.to_dict(), "saved": {"model_type": model_type, **built.to_diff_dict()}}
+    saved = {"model_type": model_type, **built.to_diff_dict()}
+    found = {"default": built.to_dict(), "saved": saved}
+    block = getattr(built, "rope_parameters", None)
+    if not isinstance(block, dict) or not block:
+        return found
+    nested = all(isinstance(value, dict) for value in block.values())
+    if nested:  # per layer type: a v4 flat rope_scaling and the class's bases (which layer types does it scale?)
+        block = block.get("full_attention") or next(iter(block.values()))
+    if not isinstance(block.get("rope_theta"), (int, float)) or block.get("rope_type", "default") != "default":
+        return found  # a class whose default is already a scheme
+    flat = {key: value for key, value in saved.items() if key != "rope_parameters"}
+    try:
+        head_dim = getattr(built, "head_dim", None) or built.hidden_size // built.num_attention_heads
+    except (AttributeError, TypeError, ZeroDivisionError):
+        return found
+    partial = float(block.get("partial_rotary_factor", 1.0))
+    positions = int(getattr(built, "max_position_embeddings", 4096) or 4096)
+    kind = LEGACY_TYPES[_class_index(model_type) % len(LEGACY_TYPES)]
+    # the legacy key is "type"; Gemma-3's own v4 configs (per layer type) spell it rope_type, the one
+    # spelling such classes read (a "type" there is refused by ropekit: the class would drop the block)
+    scaling: dict[str, Any] = {"rope_type" if nested else "type": kind, "factor": 4.0}
+    if kind == "llama3":
+        scaling.update(low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=positions // 4)
+    elif kind == "longrope":
+        pairs = int(head_dim * partial) // 2
+        scaling.update(short_factor=[1.0 + i / pairs for i in range(pairs)],
+                       long_factor=[1.0 + 3.0 * i / pairs for i in range(pairs)],
+                       original_max_position_embeddings=positions // 4)
+    legacy = {**flat, "rope_scaling": scaling} if nested else \
+        {**flat, "rope_theta": block["rope_theta"], "rope_scaling": scaling}
+    if partial != 1.0 and not nested:
+        legacy["partial_rotary_factor"] = partial
+    found[f"legacy_{kind}"] = legacy
+    if partial == 1.0 and not nested:
+        found["partial"] = {**saved, "rope_parameters": {**block, "partial_rotary_factor": 0.5}}
+    return found
+
+
+def _class_index(model_type: str) -> int:
+    classes = json.loads((ROOT / "core" / "config" / "transformers_classes.json").read_text())["classes"]
+    return sorted(name for name, entry in classes.items() if entry["kind"] == "rope").index(model_type) \
+        if model_type in classes else 0
 
 
 def _summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -70,40 +129,150 @@ def _observed(observations: list[Any]) -> list[dict[str, Any]]:
     return list(grouped.values())
 
 
-def probe_one(model_type: str) -> dict[str, Any]:
+OWN_PARAMETERS = 1_300_000_000
+"""The most parameters a class's own default config is run with (fewer layers until it fits)."""
+
+
+def _own_default_failure(model_type: str) -> str | None:
+    """Why transformers itself cannot run the class's own default config (the whole reason to record),
+    or ``None`` when it can (or when even one of its layers is too large to run here).
+
+    The model is first built on the meta device with every layer (a constructor that fails on the
+    default config fails there, at no memory cost); then the config is rebuilt with as many of its layers
+    as fit in :data:`OWN_PARAMETERS`, down to one (``num_hidden_layers`` given to the class, which derives
+    its layer lists itself), built for real and run forward with eager attention on token ids, else on input
+    embeddings, positions its own. Nothing of the probe (no shrinking, no capture) takes part: a failure
+    here is the class's own (or, at forward, its need of inputs a text decoder is not given)."""
+    import torch
+    import transformers
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    from ropekit.engines.probe import _class_for
+
+    classes: Any = CONFIG_MAPPING
+    autos: tuple[Any, ...] = (transformers.AutoModel, transformers.AutoModelForCausalLM)
+
+    def build(config: Any) -> Any:
+        for auto in autos:
+            try:
+                return auto.from_config(config)
+            except ValueError:
+                continue
+        return _class_for(transformers, type(config))(config)
+
+    def config_with(layers: int | None) -> Any:
+        config = classes[model_type]() if layers is None else classes[model_type](num_hidden_layers=layers)
+        config._attn_implementation = "eager"
+        return config
+
+    def size(config: Any) -> int:
+        with torch.device("meta"):
+            return sum(parameter.numel() for parameter in build(config).parameters())
+
+    transformers.logging.set_verbosity_error()
+    stage = f"{model_type}'s default config"
+    built = False
+    try:
+        config = config_with(None)
+        layers = int(getattr(config, "num_hidden_layers", 0) or 0)
+        stage = f"the model of {model_type}'s default config"
+        if size(config) > OWN_PARAMETERS:
+            for count in (8, 4, 2, 1):
+                if count < layers:
+                    stage = f"{model_type}'s default config with {count} of its {layers} layers"
+                    config = config_with(count)
+                    if size(config) <= OWN_PARAMETERS:
+                        break
+            else:
+                return None  # too large to run here even with one layer: not known to fail
+        elif layers:
+            stage = f"{model_type}'s default config ({layers} layers)"
+        torch.manual_seed(0)
+        model = build(config).float().eval()
+        built = True
+        ids = torch.tensor([[3, 4, 5, 6, 7, 8]])
+        with torch.no_grad():
+            try:
+                model(input_ids=ids, use_cache=False)
+            except Exception:
+                model(inputs_embeds=torch.randn(1, 6, int(config.hidden_size)), use_cache=False)
+    except Exception as error:
+        if not built:
+            return f"the class's own default config does not build ({stage}): {type(error).__name__}: {error}"
+        return (f"the class's own forward fails on its default config ({stage}, eager attention, token ids or "
+                f"input embeddings, no other input): {type(error).__name__}: {error}")
+    return None
+
+
+def probe_one(model_type: str, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     """Both variants of one class, each with its verdict (run in a child process)."""
     warnings.filterwarnings("ignore")
-    from ropekit.engines.probe import compare, observe
+    from ropekit.engines.probe import observe, probe_lengths
 
     results: dict[str, Any] = {}
     try:
         variants = _variants(model_type)
     except Exception as error:
         return {"default": {"verdict": "not_measured", "reason": f"cannot build the config: {error}"[:300]}}
+    own: list[str | None] = []  # computed once, at the first variant the probe cannot run
     for name, config in variants.items():
-        try:
-            model_class, _version, observations = observe(config)
-        except Exception as error:
-            results[name] = {"verdict": "not_measured",
-                             "reason": f"cannot run the class: {type(error).__name__}: {error}"[:300]}
+        if name in skip:
             continue
-        rows, verdict = compare(observations, config)
-        refused = next((row["reason"] for row in rows if row.get("ropekit") == "refused"), None)
-        entry: dict[str, Any] = {"class": model_class, "verdict": "refused" if refused else verdict,
-                                 "config": config, "observed": _observed(observations)}
-        if refused:
-            entry["reason"] = refused[:300]
-        differing = [row for row in rows if row["verdict"] != "match"]
-        if differing and not refused:
-            entry["layers"] = _summary(differing)
-        results[name] = entry
+        try:
+            model_class, _version, observations = observe(config, seq_lens=probe_lengths(config))
+        except Exception as error:
+            if not own:
+                own.append(_own_default_failure(model_type))
+            reason = own[0] if own[0] is not None else f"cannot run the class: {type(error).__name__}: {error}"
+            results[name] = {"verdict": "not_measured", "reason": reason[:300]}
+            continue
+        results[name] = {**_judged(model_class, observations, config), "config": config}
     return results
 
 
-def _probe_in_child(context: Any, model_type: str, timeout: float) -> dict[str, Any]:
-    """:func:`probe_one` in a fresh process: a crash or a hang stays there and is recorded."""
+def _judged(model_class: str, observations: list[Any], config: dict[str, Any]) -> dict[str, Any]:
+    """The verdict on what was observed, with the observations (per distinct rotation)."""
+    from ropekit.engines.probe import compare
+
+    rows, verdict = compare(observations, config)
+    refused = next((row["reason"] for row in rows if row.get("ropekit") == "refused"), None)
+    entry: dict[str, Any] = {"class": model_class, "verdict": "refused" if refused else verdict,
+                             "observed": _observed(observations)}
+    if refused:
+        entry["reason"] = refused[:300]
+    differing = [row for row in rows if row["verdict"] != "match"]
+    if differing and not refused:
+        entry["layers"] = _summary(differing)
+    return entry
+
+
+def probe_published(name: str) -> dict[str, Any]:
+    """One published config of :data:`PUBLISHED` probed as it is (run in a child process): its
+    ``model_type``, and its verdict as :func:`probe_one` gives one (a config of remote code, which
+    has no transformers class, is not measured here: numpy ports of that code check it)."""
+    warnings.filterwarnings("ignore")
+    from ropekit.engines.probe import observe, probe_lengths
+
+    config = json.loads((PUBLISHED / name).read_text(encoding="utf-8"))
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    model_type = text.get("model_type") or config.get("model_type")
+    found: dict[str, Any] = {"model_type": model_type}
+    if model_type not in json.loads(CLASSES.read_text())["classes"]:
+        return {**found, "verdict": "not_measured",
+                "reason": "remote code (no transformers class): checked against a numpy port of its code"}
+    try:
+        model_class, _version, observations = observe(config, seq_lens=probe_lengths(config))
+    except Exception as error:
+        return {**found, "verdict": "not_measured", "reason": f"cannot run the class: {type(error).__name__}: "
+                f"{error}"[:300]}
+    return {**found, **_judged(model_class, observations, config)}
+
+
+def _probe_in_child(context: Any, model_type: str, timeout: float, job: Any = None,
+                    skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``job`` (:func:`probe_one`) in a fresh process: a crash or a hang stays there and is recorded."""
     with context.Pool(1) as pool:
-        pending = pool.apply_async(probe_one, (model_type,))
+        pending = pool.apply_async(job or probe_one, (model_type, skip) if job is None else (model_type,))
         try:
             result: dict[str, Any] = pending.get(timeout=timeout)
         except multiprocessing.TimeoutError:
@@ -113,6 +282,57 @@ def _probe_in_child(context: Any, model_type: str, timeout: float) -> dict[str, 
     return result
 
 
+def observations(entry: dict[str, Any]) -> list[Any]:
+    """The :class:`~ropekit.engines.probe.LayerObservation` list an entry's ``observed`` groups record."""
+    from ropekit.engines.probe import LayerObservation
+
+    found = []
+    for group in entry["observed"]:
+        fields = {key: value for key, value in group.items() if key != "layers"}
+        if "inv_freq" in fields:
+            fields["inv_freq"] = tuple(fields["inv_freq"])
+        found += [LayerObservation(index=index, **fields) for index in group["layers"]]
+    return sorted(found, key=lambda seen: (seen.seq_len, seen.index))
+
+
+def _rejudge(out: Path) -> int:
+    """Every recorded verdict recomputed from its observations (a fix in ropekit shows up in the
+    committed verdicts without probing again)."""
+    warnings.filterwarnings("ignore")
+    document = json.loads(out.read_text())
+    changed = 0
+    for name, variants in document["classes"].items():
+        for variant, entry in variants.items():
+            if "observed" not in entry:
+                continue
+            fresh = _judged(entry["class"], observations(entry), entry["config"])
+            if fresh["verdict"] != entry["verdict"]:
+                changed += 1
+                print(f"{name} {variant}: {entry['verdict']} -> {fresh['verdict']}")
+            variants[variant] = {**fresh, "config": entry["config"]}
+    out.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+    print(f"rejudged {out}: {changed} verdicts changed")
+    return 0
+
+
+def _sweep_published(timeout: float) -> int:
+    import transformers
+
+    context = multiprocessing.get_context("spawn")
+    document: dict[str, Any] = {"transformers": transformers.__version__,
+                                "command": "python scripts/probe_sweep.py --published", "configs": {}}
+    for path in sorted(PUBLISHED.glob("*.json")):
+        started = time.perf_counter()
+        result = _probe_in_child(context, path.name, timeout, probe_published)
+        result = {"verdict": "not_measured", **result.get("default", {}), **result} if "default" in result else result
+        result.pop("default", None)
+        document["configs"][path.name] = result
+        PUBLISHED_OUT.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+        print(f"{path.name}: {result.get('model_type')} {result['verdict']} {result.get('reason', '')[:100]} "
+              f"({time.perf_counter() - started:.0f} s)", flush=True)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--only", help="comma-separated model_types")
@@ -120,11 +340,22 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per class")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--redo", action="store_true", help="probe recorded classes again")
+    parser.add_argument("--new-variants", action="store_true", help="probe only the variants a recorded class "
+                        "lacks (after a variant is added to the sweep), keeping the recorded ones")
     parser.add_argument("--shard", metavar="K/N", help="probe only every N-th class from the K-th (run N at once, "
                         "each with its own --out, then --merge them)")
     parser.add_argument("--merge", nargs="+", type=Path, metavar="PART", help="merge shard files into --out and stop")
+    parser.add_argument("--rejudge", action="store_true", help="recompute every recorded verdict from its recorded "
+                        "observations with today's ropekit (no torch needed) and stop")
+    parser.add_argument("--published", action="store_true", help=f"probe the published configs of "
+                        f"{PUBLISHED.relative_to(ROOT)} instead, into {PUBLISHED_OUT.relative_to(ROOT)}")
     args = parser.parse_args()
+    if args.rejudge:
+        return _rejudge(args.out)
     import transformers
+
+    if args.published:
+        return _sweep_published(args.timeout)
 
     if args.merge:
         merged: dict[str, Any] = {"transformers": transformers.__version__,
@@ -142,7 +373,10 @@ def main() -> int:
                                 "command": "python scripts/probe_sweep.py", "classes": {}}
     if args.out.exists():  # resumable: recorded classes are kept (re-probed only with --redo)
         document["classes"] = json.loads(args.out.read_text())["classes"]
-    todo = [name for name in wanted if args.redo or name not in document["classes"]]
+    recorded = document["classes"]
+    todo = [name for name in wanted if args.redo or args.new_variants or name not in recorded]
+    if args.new_variants:  # measured classes only: one not measured at all stays so, with its reason
+        todo = [name for name in todo if any("observed" in entry for entry in recorded.get(name, {}).values())]
     if args.shard:
         first, count = (int(part) for part in args.shard.split("/"))
         todo = todo[first::count]
@@ -155,7 +389,11 @@ def main() -> int:
         if NOT_TEXT.search(model_type.lower()):
             result: dict[str, Any] = {"default": {"verdict": "not_measured", "reason": NOT_TEXT_REASON}}
         else:
-            result = _probe_in_child(context, model_type, args.timeout)
+            kept = recorded.get(model_type, {}) if args.new_variants else {}
+            fresh = _probe_in_child(context, model_type, args.timeout, skip=tuple(kept))
+            if "default" in kept:  # a timeout or crash of the new variants does not replace the recorded default
+                fresh.pop("default", None)
+            result = {**kept, **fresh}
         document["classes"][model_type] = result
         args.out.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
         verdicts = {name: entry["verdict"] for name, entry in result.items()}

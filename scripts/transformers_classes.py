@@ -28,6 +28,9 @@ Per model_type:
   "unknown"`` (ropekit then refuses its multimodal positions by name).
 - ``own_keys`` (``composite``): keys a wrapper whose own code rotates no query or key sets for a
   rotary module of its own (MusicFlamingo's audio time embedding): they are not its text model's.
+- ``flat_scaling``: for classes with rope parameters per layer type, the ``layer_types`` a v4 flat
+  ``rope_scaling`` block is applied to, and whether its legacy ``type`` key is read (``reads_type``);
+  for a class with one block that drops a flat ``rope_scaling`` (Cohere2-MoE), no layer types.
 - ``folds``: a block name whose ``layer_types`` entries the class folds into the layer before
   (Dory: ``attention, "mlp"`` pairs are one decoder layer), observed on the config class.
 - ``unread``: geometry keys the class's config declares but its own rotary module is observed not
@@ -121,19 +124,13 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
         return entry
     if ROTATES.search(source) or (fields & ROPE_FIELDS and not source):
         entry = {"kind": "rope", "defaults": _defaults(config_class, read_keys, aliases)}
-        theta = _class_theta(config_class)
-        if theta is not None:
-            entry["theta"] = theta
-        block = _class_rope_block(config_class)
-        if block:
-            entry["rope_block"] = block
-        folds = _folds(config_class)
-        if folds:
-            entry["folds"] = folds
-        unread = _unread(config_class)
-        if unread:
-            entry["unread"] = unread
-            entry["defaults"] = {key: value for key, value in entry["defaults"].items() if key not in unread}
+        observed = {"theta": _class_theta(config_class), "rope_block": _class_rope_block(config_class),
+                    "flat_scaling": _flat_scaling(config_class), "folds": _folds(config_class),
+                    "unread": _unread(config_class)}
+        entry.update((name, fact) for name, fact in observed.items() if fact)  # a base is never 0
+        if observed["unread"]:
+            entry["defaults"] = {key: value for key, value in entry["defaults"].items()
+                                 if key not in observed["unread"]}
         mrope = _mrope(config_class) if "recomposition_frequencies" in source else None
         if mrope is not None:
             entry["mrope"] = mrope
@@ -190,8 +187,14 @@ def _rotary_modules(config_class: type, *, multimodal: bool = True) -> list[type
     package = config_class.__module__.rsplit(".", 1)[0]
     try:
         module = importlib.import_module(f"{package}.modeling_{package.rsplit('.', 1)[1]}")
-    except ImportError:
-        return []
+    except ImportError:  # a class run by another's code (EXAONE by LlamaModel): that code's module
+        import transformers
+        from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+        model_class = getattr(transformers, MODEL_MAPPING_NAMES.get(getattr(config_class, "model_type", ""), ""), None)
+        if model_class is None or multimodal:
+            return []
+        module = sys.modules[model_class.__module__]
     members = [member for _, member in inspect.getmembers(module, inspect.isclass)
                if member.__module__ == module.__name__]
     rotary = [member for member in members
@@ -201,6 +204,8 @@ def _rotary_modules(config_class: type, *, multimodal: bool = True) -> list[type
     builders = "\n".join(inspect.getsource(member.__init__) for member in members
                          if getattr(member, "config_class", None) is config_class and "__init__" in vars(member))
     named = [member for member in rotary if re.search(rf"\b{member.__name__}\(", builders)]
+    if not multimodal:  # a text rotary built inside attention (Moshi) is named by no model class
+        return named or rotary
     return named if builders else rotary
 
 
@@ -230,6 +235,42 @@ def _observe(module: Any, layer_type: str | None) -> tuple[Any, Any] | None:
     return None
 
 
+def _flat_scaling(config_class: type) -> dict[str, Any] | None:
+    """For a class whose rope parameters are per layer type: the layer types a transformers v4
+    flat ``rope_scaling`` block is applied to, and whether its legacy ``type`` key is read (Gemma-3's
+    config class merges the block into its full-attention parameters after setting ``rope_type``
+    default, so ``{"type": "linear"}`` scales nothing where ``{"rope_type": "linear"}`` does).
+    Observed by building the class with each spelling and reading its ``rope_parameters``."""
+    def scaled(spelling: str) -> list[str] | None:
+        try:
+            built = config_class(rope_scaling={spelling: "linear", "factor": 2.0})
+        except Exception:
+            return None
+        block = getattr(built, "rope_parameters", None)
+        if not isinstance(block, dict) or not all(isinstance(value, dict) for value in block.values()):
+            return None
+        return sorted(name for name, value in block.items()
+                      if value.get("rope_type") == "linear" and value.get("factor") == 2.0)
+
+    try:
+        default = config_class().rope_parameters
+    except Exception:
+        return None
+    if not isinstance(default, dict) or not default:
+        return None
+    if not all(isinstance(value, dict) for value in default.values()):  # one block: is a flat rope_scaling kept?
+        try:
+            kept = config_class(rope_scaling={"rope_type": "linear", "factor": 2.0}).rope_parameters
+        except Exception:
+            return None
+        dropped = kept.get("rope_type") != "linear" or kept.get("factor") != 2.0
+        return {"layer_types": [], "reads_type": False} if dropped else None  # Cohere2-MoE drops it
+    layer_types = scaled("rope_type")
+    if layer_types is None:
+        return None
+    return {"layer_types": layer_types, "reads_type": scaled("type") == layer_types}
+
+
 def _folds(config_class: type) -> str | None:
     """The block name whose ``layer_types`` entries the class folds into the layer before (Dory's
     released configs list ``attention, "mlp"`` pairs, one decoder layer each): observed by building
@@ -254,9 +295,10 @@ def _unread(config_class: type) -> list[str]:
     without a module to build (GPT-J, CodeGen rotate inside attention) keeps the field read."""
     if not dataclasses.is_dataclass(config_class):
         return []
+    unread = ["partial_rotary_factor"] if _ignores_partial(config_class) else []
     default = next((field.default for field in dataclasses.fields(config_class) if field.name == "rotary_dim"), None)
     if not isinstance(default, int) or default < 4:
-        return []
+        return unread
     widths: set[tuple[int, int]] = set()
     for rotary in _rotary_modules(config_class, multimodal=False):
         try:
@@ -264,7 +306,29 @@ def _unread(config_class: type) -> list[str]:
         except Exception:
             continue
         widths.add((sizes[0], sizes[1]))
-    return ["rotary_dim"] if widths and all(first == second for first, second in widths) else []
+    return unread + (["rotary_dim"] if widths and all(first == second for first, second in widths) else [])
+
+
+def _ignores_partial(config_class: type) -> bool:
+    """Whether the class's text rotary module, given plain RoPE (``rope_type`` default) with a
+    ``partial_rotary_factor`` of 0.5 and of 1, builds the same number of frequencies: Llama's and
+    the many classes copied from it compute their default frequencies over the whole head and never
+    read the factor (the scaled schemes of ``modeling_rope_utils`` do read it)."""
+    widths: set[tuple[int, int]] = set()
+    for rotary in _rotary_modules(config_class, multimodal=False):
+        try:
+            sizes = []
+            for factor in (1.0, 0.5):
+                config = config_class()
+                block = config.rope_parameters
+                if not isinstance(block, dict) or "rope_theta" not in block:
+                    return False  # nested per layer type: not probed here
+                config.rope_parameters = {**block, "rope_type": "default", "partial_rotary_factor": factor}
+                sizes.append(int(rotary(config=config).inv_freq.shape[-1]))
+        except Exception:
+            continue
+        widths.add((sizes[0], sizes[1]))
+    return bool(widths) and all(first == second for first, second in widths)
 
 
 def _mrope(config_class: type) -> dict[str, Any] | None:

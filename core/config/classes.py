@@ -51,6 +51,10 @@ class ClassFacts(NamedTuple):
     audio time embedding): they are not read from the top level as the text model's."""
     unread: frozenset[str] = frozenset()
     """Geometry keys the class's config declares that its rotary module is observed not to follow."""
+    flat_scaling: Mapping[str, Any] | None = None
+    """For a class with rope parameters per layer type: ``layer_types``, the layer types a flat
+    (transformers v4) ``rope_scaling`` block is applied to, and ``reads_type``, whether its legacy
+    ``type`` key is read."""
     folds: str | None = None
     """A ``layer_types`` entry the class folds into the layer before it (Dory's ``"mlp"``): each
     ``(attention type, folds)`` pair is one decoder layer."""
@@ -90,4 +94,5 @@ def class_facts(model_type: str) -> ClassFacts | None:
         own_keys=frozenset(entry.get("own_keys", ())),
         unread=frozenset(entry.get("unread", ())),
         folds=entry.get("folds"),
+        flat_scaling=MappingProxyType(dict(entry["flat_scaling"])) if entry.get("flat_scaling") else None,
     )

@@ -37,7 +37,8 @@ class Family(NamedTuple):
     ``fixed_theta``: a base its code hard-codes (a theta key in the config is then refused).
     ``forced_partial_rotary_factor``: a fraction its code sets whatever the top level says.
     ``unserved``: what its code applies that ropekit's tables cannot express (the config is refused
-    with it).
+    with it). ``rotates_all_without_window``: its ``no_rope_layer_types`` rotate after all when the
+    config has no sliding window (EXAONE-4: ``if self.sliding_window is None or self.is_sliding``).
     """
 
     partial_rotary_factor: float | None = None
@@ -47,6 +48,7 @@ class Family(NamedTuple):
     fixed_theta: float | None = None
     forced_partial_rotary_factor: float | None = None
     unserved: str = ""
+    rotates_all_without_window: bool = False
 
 
 _GPTJ = Family(layout="gptj", fixed_theta=10000.0)
@@ -104,6 +106,11 @@ FAMILIES: Mapping[str, Family] = {
     "blt_global_transformer": Family(layout="gptj"),
     "blt_patcher": Family(layout="gptj"),
     "openai_privacy_filter": Family(layout="gptj"),
+    # modeling_hy_v4_vl.py: the MLA rope sub-head pairs (0::2, 1::2), cos/sin repeat_interleave'd (HY-V4 itself
+    # pairs rotate-half)
+    "hy_v4_vl_text": Family(layout="gptj"),
+    # modeling_moonshine.py: rotate_half over 0::2 / 1::2, cos/sin repeat_interleave'd (its text decoder)
+    "moonshine": Family(layout="gptj"),
     # ... full_attention layers that apply no rotation (only sliding layers rotate)
     "afmoe": Family(no_rope_layer_types=frozenset({"full_attention"})),
     # modeling_nanochat.py: rotate_half returns cat(x2, -x1), a rotation by -angle (the probe sees pairs turning
@@ -112,9 +119,11 @@ FAMILIES: Mapping[str, Family] = {
                                 "rotation by -angle), which ropekit's tables (cos, sin of +angle) do not express"),
     # modeling_lara_mini.py: only "sliding_attention" layers are handed position_embeddings
     "lara_mini": Family(no_rope_layer_types=frozenset({"full_attention"})),
-    "exaone4": Family(no_rope_layer_types=frozenset({"full_attention"})),
-    "exaone_moe": Family(no_rope_layer_types=frozenset({"full_attention"})),
-    "kolibri1": Family(no_rope_layer_types=frozenset({"full_attention"})),
+    # modeling_exaone4.py / _exaone_moe / _kolibri1: "global NoPE for hybrid attention model", so with
+    # "sliding_window": null (EXAONE-4.0-1.2B) every layer rotates
+    "exaone4": Family(no_rope_layer_types=frozenset({"full_attention"}), rotates_all_without_window=True),
+    "exaone_moe": Family(no_rope_layer_types=frozenset({"full_attention"}), rotates_all_without_window=True),
+    "kolibri1": Family(no_rope_layer_types=frozenset({"full_attention"}), rotates_all_without_window=True),
     "flint": Family(no_rope_layer_types=frozenset({"full_attention"})),
     "cohere2_moe": Family(layout="gptj", no_rope_layer_types=frozenset({"full_attention"})),
     # ... and no layer that rotates at all

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from ..contract.scheme import RESERVED_KEYS, Geometry, Key
 from ..errors import NoRopeError, RopeConfigError
-from .classes import class_facts
+from .classes import class_facts, transformers_version
 from .families import (
     ATTENTION_LAYER_TYPES,
     CLASS_LOCAL_THETA,
@@ -177,13 +177,19 @@ def parse_config(
             raise RopeConfigError(source_path, "ChatGLM's code reads no rope block; its scaling is rope_ratio")
         source_path, source = "", {"rope_type": "linear", "factor": view["rope_ratio"]}
     nested, source = _per_layer_type(view, source, source_path)
+    family_no_rope = family.no_rope_layer_types
+    if family.rotates_all_without_window and not _has_window(config):
+        family_no_rope = frozenset()
+    flat_scaling = _flat_scaling(view, source, source_path) if not nested else None
     if nested:
         raw_blocks = {name: (f"{source_path}.{name}", value) for name, value in source.items()}
+    elif flat_scaling is not None:
+        raw_blocks = flat_scaling
     elif view.get("rope_local_base_freq") is not None or _gemma_local_default(view):
         # Gemma-3 as transformers v4 wrote it (or as it saves composites: the local base omitted)
         raw_blocks = {FLAT_LAYER_TYPE: (source_path, source), "sliding_attention": ("", {})}
     else:
-        flat_type = "sliding_attention" if FLAT_LAYER_TYPE in family.no_rope_layer_types else FLAT_LAYER_TYPE
+        flat_type = "sliding_attention" if FLAT_LAYER_TYPE in family_no_rope else FLAT_LAYER_TYPE
         raw_blocks = {flat_type: (source_path, source)}
     plan = plan_layers(view, family, per_type=nested or len(raw_blocks) > 1, block_types=tuple(raw_blocks))
     model_type = view.get("model_type")
@@ -196,7 +202,7 @@ def parse_config(
         )
     no_rope_types = {name for name, (_, value) in raw_blocks.items() if value is None}
     no_rope_types |= {name for name in plan.layer_types if name in NO_ROPE_LAYER_TYPES}
-    no_rope_types |= family.no_rope_layer_types
+    no_rope_types |= family_no_rope
     blocks = tuple(
         _block(view, family, name, path, value)
         for name, (path, value) in raw_blocks.items()
@@ -247,6 +253,47 @@ def _check_nested_types(
             )
 
 
+def _flat_scaling(
+    view: ConfigView, source: Mapping[str, Any], source_path: str
+) -> dict[str, tuple[str, Mapping[str, Any]]] | None:
+    """A flat (transformers v4) rope block stated for a class whose rope parameters are per layer
+    type: the block per layer type as the class's config class applies it (derived: Gemma-3 and
+    OLMo-3 scale their full-attention layers, ModernBERT both). ``None``: not such a config. A
+    legacy ``type`` key the class does not read is refused: transformers would serve that layer
+    type plain RoPE while the config declares a scheme."""
+    model_type = view.get("model_type")
+    facts = class_facts(model_type) if isinstance(model_type, str) else None
+    if facts is None or facts.flat_scaling is None or not source_path:
+        return None
+    scaled = tuple(facts.flat_scaling["layer_types"])
+    if not isinstance(facts.theta, Mapping):  # one block, and the class drops a flat rope_scaling (Cohere2-MoE)
+        kind = source.get("rope_type", source.get("type", "default"))
+        if source_path.endswith("rope_scaling") and kind != "default":
+            raise RopeConfigError(source_path, (
+                f"{model_type}'s config class (transformers {transformers_version()}) drops a flat rope_scaling "
+                f"block, so it would serve plain RoPE although the config declares {kind!r}; state the block as "
+                "rope_parameters if the checkpoint was trained with it, else remove it"))
+        return None
+    kind = source.get("type")
+    if source.get("rope_type") is None and kind not in (None, "default") and not facts.flat_scaling["reads_type"]:
+        raise RopeConfigError(_join(source_path, "type"), (
+            f"{model_type}'s config class (transformers {transformers_version()}) reads only rope_type in a flat "
+            f"block, so it would serve {', '.join(scaled)} layers plain RoPE although the config declares "
+            f"{kind!r}; spell it rope_type if the checkpoint was trained with {kind!r}, else remove the block"))
+    return {name: ((source_path, source) if name in scaled else ("", {})) for name in facts.theta}
+
+
+def _has_window(config: Mapping[str, Any]) -> bool:
+    """Whether the config has a sliding window: ``sliding_window`` stated as a number, or not stated
+    (the class default of the families that ask: 4096 for EXAONE-4, 513 for Kolibri-1). A stated
+    ``null`` is no window, unlike :class:`ConfigView`, which reads null as absent."""
+    text = config.get("text_config")
+    for layer in (text if isinstance(text, Mapping) else {}, config):
+        if "sliding_window" in layer:
+            return layer["sliding_window"] is not None
+    return True
+
+
 def _no_rope_reason(view: ConfigView, family: Family) -> tuple[str, str] | None:
     """``(json path, why)`` when the model applies no RoPE at all, else ``None``."""
     if family.no_rope:
@@ -263,6 +310,10 @@ def _no_rope_reason(view: ConfigView, family: Family) -> tuple[str, str] | None:
         if not isinstance(kind, str):
             raise RopeConfigError(view.path("position_embedding_type"), f"expected a string, got {kind!r}")
         return view.path("position_embedding_type"), f"{kind!r}, not rope: the model applies no RoPE"
+    if view.get("qk_rope_head_dim") == 0 and not isinstance(view.get("qk_rope_head_dim"), bool):
+        # MLA whose query and key carry no rope sub-head (GLM-5-next's text model): nothing rotates
+        return view.path("qk_rope_head_dim"), ("0: the attention's query and key have no rope sub-head, so no layer "
+                                               "rotates; there is no RoPE table to serve")
     if view.get("model_type") == "zamba2" and not view.get("use_mem_rope"):
         return view.path("use_mem_rope"), "zamba2 without use_mem_rope applies no rotary embedding"
     return None
@@ -437,17 +488,19 @@ def _theta(view: ConfigView, family: Family, layer_type: str, block: Mapping[str
     candidates = [(_join(path, "rope_theta"), block.get("rope_theta"))]
     if layer_type == "sliding_attention" and not path:
         candidates.append((view.path("rope_local_base_freq"), view.get("rope_local_base_freq")))
+    model_type = view.get("model_type")
+    facts = class_facts(model_type) if isinstance(model_type, str) else None
+    per_type = facts is not None and isinstance(facts.theta, Mapping) and layer_type in facts.theta
     for name in ("rope_theta", "rotary_emb_base", "rope_embedding_base"):
-        candidates.append((view.path(name), view.get(name)))
+        if not (per_type and view.defaulted(name)):  # a class default base is its main layers'; per type wins
+            candidates.append((view.path(name), view.get(name)))
     for where, value in candidates:
         if value is not None:
             return positive_number(value, where, above=1.0, most=MAX_THETA), where
-    model_type = view.get("model_type")
     if layer_type == "sliding_attention" and not path and isinstance(model_type, str):
         local = CLASS_LOCAL_THETA.get(model_type)
         if local is not None:
             return local, view.path("rope_local_base_freq")
-    facts = class_facts(model_type) if isinstance(model_type, str) else None
     if facts is not None and facts.theta is not None:  # derived from the class: what its default instance carries
         theta = facts.theta
         if not isinstance(theta, Mapping):
@@ -567,6 +620,9 @@ def _head_dim_and_factor(
         head_dim, head_path = _raw_head_dim(view, layer_type)
         head_dim = _bounded(head_path, head_dim)
         factor, factor_path = _partial_rotary_factor(view, family, head_dim, block, path)
+        if factor != 1.0 and _rotates_whole_head(view, block):
+            _warn_unread_factor(view, factor_path or default_factor_path)
+            return (head_dim, head_path), (1.0, default_factor_path)
         return (head_dim, head_path), (factor, factor_path or default_factor_path)
     rope_path = view.path("qk_rope_head_dim")
     rope = _bounded(rope_path, required_int(view, "qk_rope_head_dim"))
@@ -577,6 +633,9 @@ def _head_dim_and_factor(
     factor, factor_path = _partial_rotary_factor(view, family, whole, block, path)
     if factor_path is None:
         return (rope, rope_path), (1.0, default_factor_path)
+    if int(whole * factor) != rope and _rotates_whole_head(view, block):  # the class rotates its rope sub-head
+        _warn_unread_factor(view, factor_path)
+        return (rope, rope_path), (1.0, default_factor_path)
     if int(whole * factor) != rope:
         raise RopeConfigError(
             factor_path,
@@ -586,13 +645,77 @@ def _head_dim_and_factor(
     return (whole, whole_path), (factor, factor_path)
 
 
+def _warn_unread_factor(view: ConfigView, where: str) -> None:
+    warnings.warn(f"{where}: {view.get('model_type')}'s rotary module does not apply it to plain RoPE (rope_type "
+                  f"'default'): it rotates the whole head (observed on transformers {transformers_version()}), so "
+                  "ropekit serves the whole head too", UserWarning, stacklevel=7)
+
+
+def _rotates_whole_head(view: ConfigView, block: Mapping[str, Any]) -> bool:
+    """Whether the config's class is observed to ignore ``partial_rotary_factor`` for this block:
+    plain RoPE in a class (Llama and its copies) whose default frequencies span the whole head."""
+    model_type = view.get("model_type")
+    facts = class_facts(model_type) if isinstance(model_type, str) else None
+    kind = block.get("rope_type", block.get("type", "default"))
+    return facts is not None and "partial_rotary_factor" in facts.unread and kind in ("default", None)
+
+
 def _bounded(path: str, value: int) -> int:
     if value > MAX_HEAD_DIM:
         raise RopeConfigError(path, f"head dim {value} exceeds {MAX_HEAD_DIM}; is the config right?")
     return value
 
 
+_PER_LAYER_ROPE_KEYS = ("rope_parameters", "rope_scaling", "rope_theta", "partial_rotary_factor", "qk_rope_head_dim",
+                        "rotary_dim")
+
+
+def _per_layer_head_dim(view: ConfigView, layer_type: str) -> tuple[int, str] | None:
+    """The ``head_dim`` a heterogeneous config (transformers' ``per_layer_config``, keyed by layer index)
+    declares for every layer of ``layer_type`` (Gemma-4's and EmbeddingGemma-2's 512-wide global layers,
+    observed by ``ropekit probe``), or ``None`` where it declares none for them. A width that differs
+    within one layer type, or a rope key declared per layer, is refused: one table per layer type
+    cannot express it."""
+    overrides = view.get("per_layer_config")
+    if not isinstance(overrides, Mapping) or not overrides:
+        return None
+    path = view.path("per_layer_config")
+    declared: dict[int, tuple[object, str]] = {}
+    for key, override in overrides.items():
+        if not isinstance(override, Mapping):
+            continue
+        for name in _PER_LAYER_ROPE_KEYS:
+            if name in override:
+                raise RopeConfigError(f"{path}.{key}.{name}", "a rope key declared per layer: one table per layer "
+                                      "type cannot express it")
+        if "head_dim" in override:
+            try:
+                declared[int(key)] = (override["head_dim"], f"{path}.{key}.head_dim")
+            except (TypeError, ValueError):
+                raise RopeConfigError(f"{path}.{key}", "expected a layer index") from None
+    if not declared:
+        return None
+    types = view.get("layer_types")
+    if not isinstance(types, list):
+        raise RopeConfigError(path, "declares head_dim per layer without layer_types: which table each layer "
+                              "gets is unknown")
+    widths = {declared.get(index, (None, ""))[0] for index, kind in enumerate(types) if kind == layer_type}
+    if widths <= {None}:
+        return None
+    if len(widths) > 1:
+        raise RopeConfigError(path, f"the {layer_type} layers declare different head_dim ({sorted(map(str, widths))}): "
+                              "one table per layer type cannot express it")
+    index = next(index for index, kind in enumerate(types) if kind == layer_type and index in declared)
+    value, value_path = declared[index]
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise RopeConfigError(value_path, f"expected a positive integer, got {value!r}")
+    return value, value_path
+
+
 def _raw_head_dim(view: ConfigView, layer_type: str) -> tuple[int, str]:
+    per_layer = _per_layer_head_dim(view, layer_type)
+    if per_layer is not None:
+        return per_layer
     if layer_type == FLAT_LAYER_TYPE and view.get("global_head_dim") is not None:  # Gemma-4 global layers
         return required_int(view, "global_head_dim"), view.path("global_head_dim")
     if view.get("head_dim") is not None:

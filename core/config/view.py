@@ -13,12 +13,13 @@ __all__ = ["MAX_HEAD_DIM", "MAX_INT", "MAX_LAYERS", "MAX_POSITIONS", "MAX_THETA"
 
 ALIASES: Mapping[str, tuple[str, ...]] = {
     "hidden_size": ("n_embd",),
-    "num_attention_heads": ("n_head",),
+    "num_attention_heads": ("n_head", "decoder_num_attention_heads"),
     "num_hidden_layers": ("n_layer", "num_layers"),
     "max_position_embeddings": ("n_positions",),
 }
-"""Older names transformers maps to the same attribute (GPT-2 style, ChatGLM); read when the
-transformers name is absent."""
+"""Older names transformers maps to the same attribute (GPT-2 style, ChatGLM; Moonshine's ``attribute_map``
+sends ``num_attention_heads`` to its decoder's, the rotating text decoder); read when the transformers
+name is absent."""
 
 
 class ConfigView(Mapping[str, Any]):

@@ -22,6 +22,7 @@ import contextlib
 import copy
 import math
 import os
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -35,7 +36,7 @@ __all__ = ["LayerObservation", "ProbeReport", "compare", "observe", "probe"]
 _SHRINK = {"vocab_size": 32, "padded_vocab_size": 32, "intermediate_size": 16, "moe_intermediate_size": 16,
            "shared_expert_intermediate_size": 16, "ffn_hidden_size": 16, "q_lora_rank": 16, "kv_lora_rank": 16,
            "n_routed_experts": 2, "num_experts": 2, "num_local_experts": 2, "num_experts_per_tok": 1,
-           "n_shared_experts": 1}
+           "n_shared_experts": 1, "expert_ffn_hidden_size": 16, "zero_expert_num": 2}
 """Widths that cannot change a rotation, set small so a probe model fits anywhere."""
 MAX_LAYERS = 8
 FAR = 1 << 22
@@ -106,9 +107,9 @@ def _imports() -> tuple[Any, Any]:
 
 
 def _build(transformers: Any, torch: Any, raw: Mapping[str, Any], model_class: str | None, seed: int, *,
-           shrink_heads: bool) -> tuple[Any, Any]:
+           shrink_heads: bool, top_k: int = 1, attention: str = PROBE_ATTENTION) -> tuple[Any, Any]:
     """The shrunk config and a float32 model of its class (``AutoModel``, else ``AutoModelForCausalLM``)."""
-    shrunk = _shrunk(transformers, raw, shrink_heads=shrink_heads)
+    shrunk = _shrunk(transformers, raw, shrink_heads=shrink_heads, top_k=top_k, attention=attention)
     torch.manual_seed(seed)
     with _quiet(transformers):
         if model_class is not None:
@@ -156,14 +157,27 @@ def _capture(store: list[tuple[Any, Any, Any]]) -> Any:
 
 
 def _text_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The language model's config: ``text_config`` when it names its model_type; a wrapper's
+    text config (or a flat one, as transformers v4 saved Qwen2-VL) read as its default text model's
+    (so a vision tower is not built: it does not take text positions)."""
+    from ..config.classes import class_facts
+
     text = config.get("text_config")
     if isinstance(text, Mapping) and text.get("model_type"):
         return dict(text)
+    outer = config.get("model_type")
+    facts = class_facts(outer) if isinstance(outer, str) else None
+    if facts is not None and facts.kind == "composite" and facts.text_type is not None:
+        if isinstance(text, Mapping):
+            return {**text, "model_type": facts.text_type}
+        flat = {key: value for key, value in config.items() if not key.endswith("_config")}
+        return {**flat, "model_type": facts.text_type}
     return dict(config)
 
 
-def _shrunk(transformers: Any, raw: Mapping[str, Any], *, shrink_heads: bool = True) -> Any:
-    """The transformers config of ``raw`` with what cannot affect RoPE made small."""
+def _shrunk(transformers: Any, raw: Mapping[str, Any], *, shrink_heads: bool = True, top_k: int = 1,
+            attention: str = PROBE_ATTENTION) -> Any:
+    """The transformers config of ``raw`` with what cannot affect RoPE made small (``top_k`` experts per token)."""
     model_type = raw.get("model_type")
     if not isinstance(model_type, str):
         raise ArgumentError("config", f"the probe needs a model_type to choose the model class, got {model_type!r}")
@@ -174,41 +188,75 @@ def _shrunk(transformers: Any, raw: Mapping[str, Any], *, shrink_heads: bool = T
     values = {key: copy.deepcopy(value) for key, value in raw.items()  # transformers edits rope dicts in place
               if key not in ("architectures", "auto_map", "torch_dtype", "model_type", "transformers_version")}
     full = transformers.AutoConfig.for_model(model_type, **values)
-    for key, small in _SHRINK.items():
-        current = getattr(full, key, None)
+    for key, small in {**_SHRINK, "num_experts_per_tok": top_k}.items():
+        current = _get(full, key, None)
         if isinstance(current, int) and not isinstance(current, bool) and current > small:
             setattr(full, key, small)
     for key in ("num_experts_per_tok", "n_group", "topk_group"):  # routing a trimmed config left unset
-        if hasattr(full, key) and getattr(full, key) is None:
+        if _has(full, key) and _get(full, key) is None:
             setattr(full, key, 1)
-    if isinstance(getattr(full, "first_k_dense_replace", None), int):
+    for key in ("n_group", "topk_group", "num_expert_group"):  # one group of the two experts left
+        current = _get(full, key)
+        if isinstance(current, int) and not isinstance(current, bool) and current > 1:
+            setattr(full, key, 1)
+    if isinstance(_get(full, "first_k_dense_replace", None), int):
         full.first_k_dense_replace = MAX_LAYERS  # dense MLPs: routing cannot touch a rotation
-    vocab = getattr(full, "vocab_size", None)
+    vocab = _get(full, "vocab_size", None)
     for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
-        value = getattr(full, key, None)
+        value = _get(full, key, None)
         if isinstance(vocab, int) and (isinstance(value, list) or (isinstance(value, int) and value >= vocab)):
             setattr(full, key, 0)
-    layers = getattr(full, "num_hidden_layers", None)
+    layers = _get(full, "num_hidden_layers", None)
     if isinstance(layers, int) and layers > MAX_LAYERS:
         full.num_hidden_layers = MAX_LAYERS
         for key in ("layer_types", "no_rope_layers"):
-            listed = getattr(full, key, None)
+            listed = _get(full, key, None)
             if isinstance(listed, list) and len(listed) > MAX_LAYERS:
                 setattr(full, key, listed[:MAX_LAYERS])
-    head_dim = getattr(full, "head_dim", None)
-    heads = getattr(full, "num_attention_heads", None)
-    hidden = getattr(full, "hidden_size", None)
+        shared = _get(full, "num_kv_shared_layers")
+        if isinstance(shared, int) and shared > 0:  # layers reusing an earlier layer's keys: each computes its own
+            full.num_kv_shared_layers = 0          # (rotated) query all the same; the trimmed stack keeps none
+    head_dim = _get(full, "head_dim", None)
+    heads = _get(full, "num_attention_heads", None)
+    hidden = _get(full, "hidden_size", None)
     if not isinstance(head_dim, int) and isinstance(hidden, int) and isinstance(heads, int) and heads:
         head_dim = hidden // heads if hidden % heads == 0 else None
-    if shrink_heads and isinstance(head_dim, int) and isinstance(heads, int) and heads > 2:
+    heterogeneous = bool(_get(full, "is_heterogeneous", False))  # per-layer head widths: kept as declared
+    # every tower's head count (an encoder-decoder's encoder_/decoder_num_attention_heads): shrunk together
+    # where they are all the same, else the heads are kept as declared (each tower derives its own width)
+    counts = {name: _get(full, name) for name in dir(full) if name.endswith("num_attention_heads")}
+    uniform = len({value for value in counts.values() if isinstance(value, int)}) <= 1
+    if shrink_heads and uniform and not heterogeneous and isinstance(head_dim, int) and isinstance(heads, int) \
+            and heads > 2:
         # two heads of the same head_dim, in a residual stream of their width: hidden_size // heads is
         # head_dim again, so a class deriving it either way builds the same head
         full.num_attention_heads = 2
         full.hidden_size = 2 * head_dim
-        if isinstance(getattr(full, "num_key_value_heads", None), int):
-            full.num_key_value_heads = 1
-    full._attn_implementation = PROBE_ATTENTION
+        for name in dir(full):
+            value = _get(full, name)
+            if isinstance(value, int) and not isinstance(value, bool) and name.endswith("num_attention_heads"):
+                setattr(full, name, 2)
+            elif isinstance(value, int) and not isinstance(value, bool) and name.endswith("num_key_value_heads"):
+                setattr(full, name, 1)
+    full._attn_implementation = attention
     return full
+
+
+def _get(config: Any, key: str, default: Any = None) -> Any:
+    """``config.key``, or ``default`` where it is absent or a per-layer attribute of a heterogeneous config
+    (transformers refuses a global read of those; they are left as the class declares them)."""
+    try:
+        return getattr(config, key, default)
+    except Exception:  # AmbiguousGlobalPerLayerAttributeError
+        return default
+
+
+def _has(config: Any, key: str) -> bool:
+    try:
+        getattr(config, key)
+    except Exception:  # absent, or a per-layer attribute
+        return False
+    return True
 
 
 @contextlib.contextmanager
@@ -242,15 +290,147 @@ def _positions(seq_len: int) -> list[int]:
     return sorted({*near, *far, seq_len - 1})
 
 
-def _run(model: Any, torch: Any, hidden: int, positions: Sequence[int], seed: int) -> list[tuple[Any, Any, Any]]:
+@attrs.frozen
+class _Feed:
+    """How the probe feeds a model the same vector at every position: ``token`` (an input id, for a class
+    that needs ids: a per-layer embedding, hash routing; else ``None``: an input embedding) and ``axes``
+    (``3``: one position per mrope axis, all three the text position; ``0``: 1-D position ids)."""
+
+    token: int | None = None
+    axes: int = 0
+    sdpa: bool = False
+    """Capture at ``torch.nn.functional.scaled_dot_product_attention`` (a class whose attention is its own
+    code, built with ``sdpa``) instead of transformers' attention interface."""
+
+
+def _token(config: Any) -> int:
+    """An ordinary token id of ``config``'s vocabulary: none of its declared special tokens (a padding row is zero)."""
+    special: set[int] = set()
+    for name in dir(config):
+        if name.endswith(("_token_id", "_token_index", "_token_ids")):
+            value = _get(config, name)
+            if isinstance(value, int):
+                special.add(value)
+            elif isinstance(value, list):
+                special |= {item for item in value if isinstance(item, int)}
+    vocab = _get(config, "vocab_size")
+    last = vocab if isinstance(vocab, int) and vocab > 4 else 32
+    return next((token for token in range(3, last) if token not in special), last - 1)
+
+
+def _feeds(config: Any) -> list[_Feed]:
+    """The ways of feeding a model tried in turn: an input embedding first, then an input id; 1-D position ids
+    first, then three equal mrope axes (a text decoder whose rotary module takes only 3-axis ids)."""
+    token = _token(config)
+    return [_Feed(), _Feed(token=token), _Feed(axes=3), _Feed(token=token, axes=3)]
+
+
+def _run(model: Any, torch: Any, hidden: int, positions: Sequence[int], seed: int,
+         feed: _Feed = _Feed()) -> list[tuple[Any, Any, Any]]:
     store: list[tuple[Any, Any, Any]] = []
-    generator = torch.Generator().manual_seed(seed)
-    vector = torch.randn(hidden, generator=generator, dtype=torch.float32)
-    embeds = vector.expand(1, len(positions), hidden).contiguous()
     position_ids = torch.tensor([list(positions)], dtype=torch.long)
-    with torch.no_grad():
-        model(inputs_embeds=embeds, position_ids=position_ids, use_cache=False)
+    if feed.axes:
+        position_ids = position_ids.expand(feed.axes, 1, len(positions)).contiguous()
+    if feed.token is not None:
+        inputs: dict[str, Any] = {"input_ids": torch.full((1, len(positions)), feed.token, dtype=torch.long)}
+    else:
+        generator = torch.Generator().manual_seed(seed)
+        vector = torch.randn(hidden, generator=generator, dtype=torch.float32)
+        inputs = {"inputs_embeds": vector.expand(1, len(positions), hidden).contiguous()}
+    with torch.no_grad(), _sdpa_capture(model, torch) if feed.sdpa else contextlib.nullcontext():
+        model(**inputs, position_ids=position_ids, use_cache=False)
     return store
+
+
+@contextlib.contextmanager
+def _sdpa_capture(model: Any, torch: Any) -> Iterator[None]:
+    """Capture the query and key every ``torch.nn.functional.scaled_dot_product_attention`` call receives,
+    attributed to the innermost attention module running (forward hooks keep the stack); the call
+    returns zeros, as the interface capture does."""
+    running: list[Any] = []
+
+    def enter(module: Any, args: Any) -> None:
+        running.append(module)
+
+    def leave(module: Any, args: Any, output: Any) -> None:  # returns None: the output is kept
+        running.pop()
+
+    handles = []
+    for module in model.modules():
+        if "Attention" in type(module).__name__:
+            handles += [module.register_forward_pre_hook(enter), module.register_forward_hook(leave)]
+    functional = torch.nn.functional
+    original = functional.scaled_dot_product_attention
+
+    def capture(query: Any, key: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
+        _CAPTURED.append((running[-1] if running else None, query.detach().clone(), key.detach().clone()))
+        return torch.zeros(*query.shape[:-1], value.shape[-1], dtype=value.dtype)
+
+    functional.scaled_dot_product_attention = capture
+    try:
+        yield
+    finally:
+        functional.scaled_dot_product_attention = original
+        for handle in handles:
+            handle.remove()
+
+
+def _parts(model: Any) -> list[Any]:
+    """The model, then its text decoder alone where it has one of its own (an encoder-decoder class whose
+    encoder takes audio or needs its own inputs: the decoder runs on text positions without it)."""
+    decoder = None
+    with contextlib.suppress(Exception):
+        decoder = model.get_decoder()
+    return [model] if decoder is None or decoder is model or not callable(decoder) else [model, decoder]
+
+
+def _built(transformers: Any, torch: Any, raw: Mapping[str, Any], model_class: str | None,
+           seed: int) -> tuple[Any, Any, _Feed]:
+    """The shrunk config, its model and the feed it runs with: heads shrunk where the class runs so, else as
+    declared; each with the feeds of :func:`_feeds` in turn. Raises the error of the least altered attempt
+    (heads as declared, an input embedding, 1-D positions) when none runs."""
+    failures: list[Exception] = []
+    # two experts per token next: a class whose routing breaks with one (a squeezed top-k axis); last, a class
+    # whose attention is its own code, built with sdpa and captured at torch's scaled_dot_product_attention
+    attempts = ((True, 1, PROBE_ATTENTION), (False, 1, PROBE_ATTENTION), (False, 2, PROBE_ATTENTION),
+                (True, 1, "sdpa"), (False, 1, "sdpa"))
+    for shrink_heads, top_k, attention in attempts:
+        sdpa = attention == "sdpa"
+        if sdpa and not any(isinstance(error, _NoCaptureError) or PROBE_ATTENTION in str(error) for error in failures):
+            break  # the interface was not what failed
+        try:
+            shrunk, model = _build(transformers, torch, raw, model_class, seed, shrink_heads=shrink_heads,
+                                   top_k=top_k, attention=attention)
+        except Exception as error:
+            failures.append(error)
+            continue
+        if top_k > 1 and _get(shrunk, "num_experts_per_tok") != top_k:
+            continue  # no experts to route: the same model as before
+        errors: list[Exception] = []
+        for part in _parts(model):
+            for feed in _feeds(shrunk):
+                feed = attrs.evolve(feed, sdpa=sdpa)
+                try:
+                    _run(part, torch, int(shrunk.hidden_size), [0, 1, 2], seed, feed)
+                    if not _CAPTURED and any("Attention" in type(module).__name__ for module in part.modules()):
+                        raise _NoCaptureError(f"{type(part).__name__} never called transformers' attention interface "
+                                         f"{'nor torch scaled_dot_product_attention ' if sdpa else ''}so the probe "
+                                         "cannot observe what its attention rotates (its attention is its own code)")
+                except Exception as error:
+                    errors.append(error)
+                    continue
+                finally:
+                    _CAPTURED.clear()
+                return shrunk, part, feed
+        failures.append(errors[0])
+    # the least altered attempt's error, unless it only says the interface was bypassed: then the last one's
+    telling = len(failures) > 1 and not isinstance(failures[1], _NoCaptureError) and \
+        PROBE_ATTENTION not in str(failures[1])
+    raise failures[1] if telling else failures[-1]
+
+
+class _NoCaptureError(RopekitError):
+    """A model ran without handing any query to the probe's capture."""
 
 
 def observe(config: Mapping[str, Any], *, seq_lens: Sequence[int] = (), model_class: str | None = None,
@@ -260,13 +440,8 @@ def observe(config: Mapping[str, Any], *, seq_lens: Sequence[int] = (), model_cl
     ``max_position_embeddings`` if smaller). Returns ``(class name, transformers version, layers)``."""
     torch, transformers = _imports()
     raw = _text_config(config)
-    transformers.AttentionInterface.register(PROBE_ATTENTION, _capture(_CAPTURED))
-    try:
-        shrunk, model = _build(transformers, torch, raw, model_class, seed, shrink_heads=True)
-        _run(model, torch, int(shrunk.hidden_size), [0, 1], seed)
-    except Exception:
-        shrunk, model = _build(transformers, torch, raw, model_class, seed, shrink_heads=False)
-    _CAPTURED.clear()
+    _register(transformers)
+    shrunk, model, feed = _built(transformers, torch, raw, model_class, seed)
     hidden = int(shrunk.hidden_size)
     chosen = list(seq_lens) or [FAR + 1]
     observations: list[LayerObservation] = []
@@ -275,19 +450,19 @@ def observe(config: Mapping[str, Any], *, seq_lens: Sequence[int] = (), model_cl
         positions = _positions(seq_len)
         _CAPTURED.clear()
         try:
-            _run(model, torch, hidden, positions, seed)
+            _run(model, torch, hidden, positions, seed, feed)
         except (IndexError, RuntimeError):  # a cache built for max_position_embeddings rows: probe within it
             seq_len = min(wanted, int(getattr(shrunk, "max_position_embeddings", 0) or 2048))
             positions = _positions(seq_len)
             _CAPTURED.clear()
-            _run(model, torch, hidden, positions, seed)
+            _run(model, torch, hidden, positions, seed, feed)
         rotated = list(_CAPTURED)
         _CAPTURED.clear()
         if not rotated and any("Attention" in type(module).__name__ for module in model.modules()):
             raise RopekitError(f"{type(model).__name__} never called transformers' attention interface, so the probe "
                                "cannot observe what its attention rotates (its attention is its own code)")
         with _identity_rotation(model, torch) as replaced:
-            _run(model, torch, hidden, positions, seed)
+            _run(model, torch, hidden, positions, seed, feed)
         plain = list(_CAPTURED) if replaced else []
         _CAPTURED.clear()
         observations += _recover(model, rotated, plain, positions, seq_len)
@@ -295,6 +470,16 @@ def observe(config: Mapping[str, Any], *, seq_lens: Sequence[int] = (), model_cl
 
 
 _CAPTURED: list[tuple[Any, Any, Any]] = []
+
+
+def _register(transformers: Any) -> None:
+    """Register the capture in transformers' attention interface, and the eager (always materialised)
+    mask for it: a class that reads the 4-D mask itself (a sparse-attention indexer) gets one, as it
+    would with eager attention (the capture itself ignores it)."""
+    from transformers.masking_utils import eager_mask
+
+    transformers.AttentionInterface.register(PROBE_ATTENTION, _capture(_CAPTURED))
+    transformers.AttentionMaskInterface.register(PROBE_ATTENTION, eager_mask)
 
 
 @contextlib.contextmanager
@@ -376,10 +561,16 @@ def _rotation(index: int, states: np.ndarray[Any, Any], before: np.ndarray[Any, 
     if width % 2:
         width += 1
     best: LayerObservation | None = None
-    for layout in ("neox", "gptj"):
-        found = _fit(index, states, before, positions, first, width, layout, head_dim, seq_len)
-        if found is not None and (best is None or found.residual < best.residual):
-            best = found
+    # the span of moving channels, else the rest of the head: proportional RoPE (Gemma-4, LFM-3) rotates
+    # the first pairs of a rotate-half head and leaves the rest at frequency 0, two separate blocks
+    spans = [(first, width)] + ([(first, head_dim - first)] if width < head_dim - first else [])
+    for span_first, span_width in spans:
+        for layout in ("neox", "gptj"):
+            found = _fit(index, states, before, positions, span_first, span_width, layout, head_dim, seq_len)
+            if found is not None and (best is None or found.residual < best.residual):
+                best = found
+        if best is not None:
+            break
     if best is None:
         return LayerObservation(index, "unrecognised", head_dim=head_dim, first_channel=first, rotary_dim=width,
                                 seq_len=seq_len)
@@ -447,6 +638,8 @@ def _fit(index: int, states: np.ndarray[Any, Any], before: np.ndarray[Any, Any] 
             if abs(refined * position - estimate * position) < 1.0:
                 estimate = refined
         freqs[column] = estimate or 0.0
+    freqs[np.max(np.abs(angles), axis=0) < 1e-9] = 0.0  # a pair that never turns (proportional RoPE's rest): no
+    # frequency, whatever sign its rounding noise has
     if np.any(freqs < 0):  # a pair turning the other way is not a rotation ropekit's layouts express
         return None
     turning = np.exp(1j * np.outer(np.asarray(positions, dtype=np.float64), freqs))
@@ -509,7 +702,7 @@ def _judge(seen: LayerObservation, table: Any, *, mla: bool = False) -> tuple[st
         return "differs", "the code rotates; ropekit serves no table for this layer"
     served = np.asarray(table.inv_freq, dtype=np.float64)
     observed = np.asarray(seen.inv_freq)
-    width = 2 * int(np.count_nonzero(served)) if table.head_dim // 2 == len(served) else table.rotary_dim
+    width = table.head_dim if table.head_dim // 2 == len(served) else table.rotary_dim  # proportional: whole head
     problems = []
     # MLA with rope_interleave: the class de-interleaves the rope sub-head ((2i, 2i+1) -> (i, i + d/2)) before
     # its rotate-half, so the probe captures neox in that permuted frame; ropekit serves the same rotation as
@@ -522,35 +715,46 @@ def _judge(seen: LayerObservation, table: Any, *, mla: bool = False) -> tuple[st
         problems.append(f"the rotated block starts at channel {seen.first_channel} (ropekit: {first})")
     if seen.rotary_dim != width:
         problems.append(f"rotary_dim {seen.rotary_dim} (ropekit {width})")
-    elif observed.shape == served[served > 0].shape:
-        expected = served[served > 0]
-        rel = np.abs(observed - expected) / expected
+    elif observed.shape == served.shape:
+        still = served == 0  # pairs a proportional table leaves unrotated: the code must not turn them either
+        turning = np.flatnonzero(still & (np.abs(observed) > _FLOAT32_FLOOR / max(seen.seq_len - 1, 1)))
+        if turning.size:
+            problems.append(f"pairs {turning.tolist()[:4]} turn (first at {observed[turning[0]]:.9g} per position) "
+                            "where ropekit's table leaves them unrotated")
+        expected, measured = served[~still], observed[~still]
+        rel = np.abs(measured - expected) / expected
         floor = np.maximum(RTOL, _FLOAT32_FLOOR / (max(seen.seq_len - 1, 1) * expected))
         if np.any(rel > floor):
             worst = int(np.argmax(rel / floor))
             problems.append(f"inv_freq differs by up to {float(rel.max()):.2e} relative (pair {worst}: "
-                            f"{observed[worst]:.9g} against {expected[worst]:.9g})")
+                            f"{measured[worst]:.9g} against {expected[worst]:.9g})")
     if seen.attention_factor is not None and abs(seen.attention_factor - table.attention_factor) > 1e-5 * max(
             1.0, table.attention_factor):
         problems.append(f"attention factor {seen.attention_factor:.7g} (ropekit {table.attention_factor:.7g})")
     return ("differs", "; ".join(problems)) if problems else ("match", "")
 
 
+def probe_lengths(config: Mapping[str, Any]) -> list[int]:
+    """The sequence lengths to observe ``config`` at: both sides of every length at which ropekit's
+    table switches (longrope, dynamic), and the far side as far as float32 resolves."""
+    from ..loader import load
+
+    switches: list[int] = []
+    with contextlib.suppress(RopekitError), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        served = load(config)
+        switches = sorted({table.switch_at for table in served.tables.values()
+                           if table.seq_len_dependent and table.switch_at})
+    return [*switches, FAR + 1]
+
+
 def probe(config: Mapping[str, Any] | str | os.PathLike[str], *, model_class: str | None = None,
           seq_lens: Sequence[int] = ()) -> ProbeReport:
     """Observe the config's class and compare every layer with ropekit's table (see the module docs)."""
     from ..config.source import read_config
-    from ..loader import load
 
     mapping, _origin = read_config(config)
-    lengths = list(seq_lens)
-    if not lengths:
-        switches: list[int] = []
-        with contextlib.suppress(RopekitError):
-            served = load(mapping)
-            switches = sorted({table.switch_at for table in served.tables.values()
-                               if table.seq_len_dependent and table.switch_at})
-        lengths = [*switches, FAR + 1]  # both sides of every switch; the far side as far as float32 resolves
+    lengths = list(seq_lens) or probe_lengths(mapping)
     name, version, observations = observe(mapping, seq_lens=lengths, model_class=model_class)
     rows, verdict = compare(observations, mapping)
     return ProbeReport(name, version, tuple(rows), verdict)

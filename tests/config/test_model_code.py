@@ -99,6 +99,15 @@ def test_published_models_without_rope_are_refused_by_name(name: str, path: str,
     assert caught.value.path == path and "no RoPE" in str(caught.value)
 
 
+def test_mla_without_a_rope_sub_head_is_refused_as_no_rope() -> None:
+    """GLM-5-next's text model: qk_rope_head_dim 0, no rotary module; its attention rotates nothing."""
+    config = {"model_type": "glm5_next_text", "num_hidden_layers": 4, "num_attention_heads": 8, "hidden_size": 512,
+              "qk_nope_head_dim": 64, "qk_rope_head_dim": 0}
+    with pytest.raises(ropekit.NoRopeError, match="no rope sub-head") as caught:
+        ropekit.load(config)
+    assert caught.value.path == "qk_rope_head_dim"
+
+
 def test_every_class_of_the_pinned_transformers_is_classified() -> None:
     from ropekit.config.classes import _catalogue
 

@@ -285,8 +285,12 @@ def test_family_defaults_never_silently_full_rotary() -> None:
 
 
 def test_rotary_dim_is_honoured_and_checked() -> None:
-    table = _load({"model_type": "minimax", "head_dim": 128, "rotary_dim": 64, "rope_theta": 1e7}).table
-    assert table.rotary_dim == 64 and table.head_dim == 128
+    table = _load({"model_type": "minimax_m1", "head_dim": 128, "rotary_dim": 64, "rope_theta": 1e7}).table
+    assert table.rotary_dim == 64 and table.head_dim == 128  # MiniMax-M1's remote code rotates rotary_dim
+    # transformers' own MiniMax class computes plain RoPE over the whole head whatever the config says
+    with pytest.warns(UserWarning, match=r"rotary_dim: minimax's rotary module does not apply it to plain RoPE"):
+        table = _load({"model_type": "minimax", "head_dim": 128, "rotary_dim": 64, "rope_theta": 1e7}).table
+    assert table.rotary_dim == 128
     with pytest.raises(ropekit.RopeConfigError, match="conflicts with") as caught:
         _load({"head_dim": 128, "rotary_dim": 64, "partial_rotary_factor": 1.0})
     assert caught.value.path == "rotary_dim"

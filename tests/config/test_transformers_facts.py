@@ -98,13 +98,14 @@ def test_a_config_stating_no_rope_block_gets_the_class_block(model_type: str) ->
     assert table.geometry.partial_rotary_factor == pytest.approx(block.get("partial_rotary_factor", 1.0)), model_type
 
 
-@pytest.mark.parametrize("model_type", sorted(name for name, entry in FACTS.items() if entry.get("unread")))
+@pytest.mark.parametrize("model_type", sorted(name for name, entry in FACTS.items()
+                                              if "rotary_dim" in entry.get("unread", ())))
 def test_a_key_the_class_is_observed_to_ignore_is_not_read(model_type: str) -> None:
     """MiniMax-M3-VL's text config declares ``rotary_dim`` 64, and its rotary module rotates the
     whole head whatever it says: a config stating it (or leaving it to the class) rotates the head."""
     import ropekit
 
-    assert FACTS[model_type]["unread"] == ["rotary_dim"]
+    assert model_type == "minimax_m3_vl_text"
     assert "rotary_dim" not in FACTS[model_type]["defaults"]
     config = {"model_type": model_type, "hidden_size": 256, "num_attention_heads": 2, "head_dim": 128,
               "num_hidden_layers": 2, "max_position_embeddings": 8192, "rope_theta": 10000.0}
@@ -144,3 +145,74 @@ def test_a_class_that_folds_mlp_blocks_into_layers_is_planned_as_it_builds_them(
     unpaired = {**config, "layer_types": ["sliding_attention", "mlp", "mlp", "full_attention"] * 4}
     with pytest.raises(ropekit.RopeConfigError, match=r"layer_types: dory's config class folds each 'mlp'"):
         ropekit.load(unpaired)
+
+
+IGNORES_PARTIAL = sorted(name for name, entry in FACTS.items() if "partial_rotary_factor" in entry.get("unread", ()))
+
+
+@pytest.mark.parametrize("model_type", IGNORES_PARTIAL)
+def test_plain_rope_of_a_class_that_ignores_the_partial_factor_rotates_the_whole_head(model_type: str) -> None:
+    """Llama and the classes copied from it compute plain RoPE over the whole head and never read
+    ``partial_rotary_factor`` (observed on each class's rotary module): ropekit serves the whole
+    head, with a warning naming the key; a scaled scheme, whose frequencies do read it, keeps it."""
+    import warnings
+
+    import ropekit
+
+    if "qk_rope_head_dim" in FACTS[model_type]["defaults"]:
+        return  # MLA: the rope sub-head is qk_rope_head_dim whatever the factor (covered by the probe's sweep)
+    config = {"model_type": model_type, "hidden_size": 256, "num_attention_heads": 2, "head_dim": 128,
+              "num_hidden_layers": 2, "max_position_embeddings": 8192,
+              "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}}
+    refusal = ""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            rope = ropekit.load(config)
+        except ropekit.RopekitError as error:  # a class refused whatever its factor (no RoPE, a direction)
+            refusal = str(error)
+    if refusal:
+        assert "partial_rotary_factor" not in refusal, (model_type, refusal)
+        return
+    assert any(f"partial_rotary_factor: {model_type}'s rotary module does not apply" in str(warning.message)
+               for warning in caught), model_type
+    assert {table.geometry.rotary_dim for table in rope.tables.values()} == {128}, model_type
+
+
+def test_the_classes_that_ignore_the_partial_factor_are_the_llama_copies() -> None:
+    assert {"llama", "mistral", "qwen2", "qwen3", "gemma", "olmo2"} <= set(IGNORES_PARTIAL)
+    assert not {"phi", "glm", "gpt_neox", "stablelm", "persimmon", "nemotron", "phi3"} & set(IGNORES_PARTIAL)
+    import ropekit
+
+    yarn = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 2, "max_position_embeddings": 8192,
+            "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 1e4, "partial_rotary_factor": 0.5}}
+    assert ropekit.load(yarn).table.geometry.rotary_dim == 64
+
+
+@pytest.mark.parametrize("model_type", sorted(name for name, entry in FACTS.items() if entry.get("flat_scaling")))
+def test_a_flat_scaling_block_scales_the_layer_types_the_class_scales(model_type: str) -> None:
+    """A transformers v4 flat ``rope_scaling`` for a class with rope parameters per layer type: the
+    layer types its config class scales (derived) get it, the others keep the class's plain base;
+    a legacy ``type`` key the class does not read is refused (the class would drop the scheme)."""
+    import ropekit
+
+    facts = FACTS[model_type]["flat_scaling"]
+    config = {"model_type": model_type, "hidden_size": 512, "num_attention_heads": 4, "head_dim": 128,
+              "num_hidden_layers": 12, "max_position_embeddings": 8192}
+    if not facts["layer_types"]:  # the class drops the block (Cohere2-MoE): it would serve plain RoPE
+        with pytest.raises(ropekit.RopeConfigError, match="drops a flat rope_scaling block") as dropped:
+            ropekit.load({**config, "rope_scaling": {"rope_type": "linear", "factor": 4.0}})
+        assert dropped.value.path == "rope_scaling"
+        return
+    rope = ropekit.load({**config, "rope_scaling": {"rope_type": "linear", "factor": 4.0}})
+    scaled = {name for name, table in rope.tables.items() if table.rope_type == "linear"}
+    assert scaled == set(facts["layer_types"]) & set(rope.tables), model_type
+    for name, table in rope.tables.items():
+        assert table.geometry.theta == FACTS[model_type]["theta"][name], (model_type, name)
+    legacy = {**config, "rope_scaling": {"type": "linear", "factor": 4.0}}
+    if facts["reads_type"]:
+        assert {n for n, t in ropekit.load(legacy).tables.items() if t.rope_type == "linear"} == scaled
+    else:
+        with pytest.raises(ropekit.RopeConfigError, match=r"reads only rope_type in a flat block") as caught:
+            ropekit.load(legacy)
+        assert caught.value.path == "rope_scaling.type"

@@ -133,11 +133,17 @@ def test_gemma3_two_layer_types() -> None:
 
 
 def test_patch_refuses_a_table_the_model_does_not_serve() -> None:
-    # Llama's default path ignores partial_rotary_factor; ropekit honours it: the widths differ, nothing is swapped
-    config = transformers.LlamaConfig(**TINY, partial_rotary_factor=0.5)
-    model = transformers.LlamaForCausalLM(config)
-    with pytest.raises(ropekit.ArgumentError, match="serves 8 pairs"):
+    # Llama's default path ignores partial_rotary_factor, and so does ropekit (observed on the class): it patches
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY, partial_rotary_factor=0.5))
+    with pytest.warns(UserWarning, match="llama's rotary module does not apply it to plain RoPE"):
         rt.patch(model)
+    assert isinstance(model.model.rotary_emb, rt.RotaryEmbedding)
+    # a table of another width than the stock module's: nothing is swapped
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY))
+    yarn = {**TINY, "model_type": "llama", "rope_parameters": {
+        "rope_type": "yarn", "factor": 2.0, "rope_theta": 10000.0, "partial_rotary_factor": 0.5}}
+    with pytest.raises(ropekit.ArgumentError, match=f"serves {PAIRS} pairs"):
+        rt.patch(model, yarn)
     assert not isinstance(model.model.rotary_emb, rt.RotaryEmbedding)
     with pytest.raises(ropekit.ArgumentError, match="no transformers rotary module"):
         rt.patch(torch.nn.Linear(2, 2))
