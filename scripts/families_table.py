@@ -43,6 +43,8 @@ def _observed(entry: dict[str, Any]) -> str:
     if scaling:
         shown.append(f"flat rope_scaling scales {', '.join(scaling['layer_types'])}"
                      + ("" if scaling["reads_type"] else " (rope_type only)"))
+    if entry.get("last_layer"):
+        shown.append(f"makes its last layer {entry['last_layer']}")
     if entry.get("folds"):
         shown.append(f"folds {entry['folds']!r} entries of layer_types")
     return "; ".join(shown)

@@ -31,6 +31,8 @@ Per model_type:
 - ``flat_scaling``: for classes with rope parameters per layer type, the ``layer_types`` a v4 flat
   ``rope_scaling`` block is applied to, and whether its legacy ``type`` key is read (``reads_type``);
   for a class with one block that drops a flat ``rope_scaling`` (Cohere2-MoE), no layer types.
+- ``last_layer``: the layer type the class forces on its last layer whatever ``layer_types`` says
+  (Gemma-4: ``full_attention``), observed on the config class.
 - ``folds``: a block name whose ``layer_types`` entries the class folds into the layer before
   (Dory: ``attention, "mlp"`` pairs are one decoder layer), observed on the config class.
 - ``unread``: geometry keys the class's config declares but its own rotary module is observed not
@@ -126,7 +128,7 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
         entry = {"kind": "rope", "defaults": _defaults(config_class, read_keys, aliases)}
         observed = {"theta": _class_theta(config_class), "rope_block": _class_rope_block(config_class),
                     "flat_scaling": _flat_scaling(config_class), "folds": _folds(config_class),
-                    "unread": _unread(config_class)}
+                    "last_layer": _last_layer(config_class), "unread": _unread(config_class)}
         entry.update((name, fact) for name, fact in observed.items() if fact)  # a base is never 0
         if observed["unread"]:
             entry["defaults"] = {key: value for key, value in entry["defaults"].items()
@@ -143,14 +145,20 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
     return {"kind": "no_rope", "reason": reason}
 
 
-def _class_theta(config_class: type) -> float | dict[str, float] | None:
-    """The base the class uses when a config states none: its default instance's rope_parameters
-    (per layer type when they are nested), as transformers' standardisation fills them in."""
+def _default_rope_parameters(config_class: type) -> dict[str, Any] | None:
+    """A default instance's ``rope_parameters`` (``None``: it cannot be built, or has none)."""
     try:
         parameters = config_class().rope_parameters
     except Exception:
         return None
-    if not isinstance(parameters, dict) or not parameters:
+    return parameters if isinstance(parameters, dict) and parameters else None
+
+
+def _class_theta(config_class: type) -> float | dict[str, float] | None:
+    """The base the class uses when a config states none: its default instance's rope_parameters
+    (per layer type when they are nested), as transformers' standardisation fills them in."""
+    parameters = _default_rope_parameters(config_class)
+    if parameters is None:
         return None
     if "rope_theta" in parameters:
         value = parameters["rope_theta"]
@@ -252,11 +260,8 @@ def _flat_scaling(config_class: type) -> dict[str, Any] | None:
         return sorted(name for name, value in block.items()
                       if value.get("rope_type") == "linear" and value.get("factor") == 2.0)
 
-    try:
-        default = config_class().rope_parameters
-    except Exception:
-        return None
-    if not isinstance(default, dict) or not default:
+    default = _default_rope_parameters(config_class)
+    if default is None:
         return None
     if not all(isinstance(value, dict) for value in default.values()):  # one block: is a flat rope_scaling kept?
         try:
@@ -269,6 +274,21 @@ def _flat_scaling(config_class: type) -> dict[str, Any] | None:
     if layer_types is None:
         return None
     return {"layer_types": layer_types, "reads_type": scaled("type") == layer_types}
+
+
+def _last_layer(config_class: type) -> str | None:
+    """The layer type the class forces on its last layer whatever ``layer_types`` says (Gemma-4:
+    ``full_attention``): observed by building it on a list of sliding layers only."""
+    if not dataclasses.is_dataclass(config_class) or "layer_types" not in {
+            field.name for field in dataclasses.fields(config_class)}:
+        return None
+    stated = ["sliding_attention"] * 4
+    try:
+        kept = list(getattr(config_class(num_hidden_layers=len(stated), layer_types=list(stated)), "layer_types", []))
+    except Exception:
+        return None
+    forced = len(kept) == len(stated) and kept[:-1] == stated[:-1] and kept[-1] != stated[-1]
+    return str(kept[-1]) if forced else None
 
 
 def _folds(config_class: type) -> str | None:

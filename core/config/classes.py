@@ -55,6 +55,8 @@ class ClassFacts(NamedTuple):
     """For a class with rope parameters per layer type: ``layer_types``, the layer types a flat
     (transformers v4) ``rope_scaling`` block is applied to, and ``reads_type``, whether its legacy
     ``type`` key is read."""
+    last_layer: str | None = None
+    """The layer type the class forces on its last layer whatever ``layer_types`` says (Gemma-4)."""
     folds: str | None = None
     """A ``layer_types`` entry the class folds into the layer before it (Dory's ``"mlp"``): each
     ``(attention type, folds)`` pair is one decoder layer."""
@@ -94,5 +96,6 @@ def class_facts(model_type: str) -> ClassFacts | None:
         own_keys=frozenset(entry.get("own_keys", ())),
         unread=frozenset(entry.get("unread", ())),
         folds=entry.get("folds"),
+        last_layer=entry.get("last_layer"),
         flat_scaling=MappingProxyType(dict(entry["flat_scaling"])) if entry.get("flat_scaling") else None,
     )

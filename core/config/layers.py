@@ -9,6 +9,7 @@ the layer *uses* RoPE) or its ``no_rope_layer_interval``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -79,6 +80,12 @@ def _declared(view: ConfigView, declared: Any, layers: int | None) -> tuple[str,
             raise RopeConfigError(path, f"{model_type}'s config class folds each {folds!r} entry into the layer "
                                   f"before it, so the list must alternate a layer type and {folds!r}; got {declared!r}")
         return tuple(declared[::2])
+    last = facts.last_layer if facts is not None else None
+    if last is not None and declared and declared[-1] != last:  # Gemma-4's config class forces it
+        warnings.warn(f"{path}[{len(declared) - 1}]: {model_type}'s config class makes the last layer {last} whatever "
+                      f"the list says ({declared[-1]!r} here); ropekit serves that layer as its code runs it",
+                      UserWarning, stacklevel=6)
+        return (*declared[:-1], last)
     return tuple(declared)
 
 

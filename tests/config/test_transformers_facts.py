@@ -216,3 +216,21 @@ def test_a_flat_scaling_block_scales_the_layer_types_the_class_scales(model_type
         with pytest.raises(ropekit.RopeConfigError, match=r"reads only rope_type in a flat block") as caught:
             ropekit.load(legacy)
         assert caught.value.path == "rope_scaling.type"
+
+
+@pytest.mark.parametrize("model_type", sorted(name for name, entry in FACTS.items() if entry.get("last_layer")))
+def test_a_last_layer_the_class_forces_is_served_as_the_class_runs_it(model_type: str) -> None:
+    """Gemma-4's config class makes its last layer full attention whatever ``layer_types`` says
+    (observed): a list ending in a sliding layer is served so, with a warning naming the index."""
+    import ropekit
+
+    last = FACTS[model_type]["last_layer"]
+    stated = ["sliding_attention", last] * 2 + ["sliding_attention"]
+    config = {"model_type": model_type, "hidden_size": 512, "num_attention_heads": 4, "head_dim": 128,
+              "num_hidden_layers": len(stated), "layer_types": stated,
+              "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                                  "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
+    with pytest.warns(UserWarning, match=rf"layer_types\[4\]: {model_type}'s config class makes the last layer"):
+        rope = ropekit.load(config)
+    assert rope.layer_types == (*stated[:-1], last)
+    assert rope.for_layer(4) is rope.tables[last]
