@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
-__all__ = ["ClassFacts", "class_facts", "model_types", "transformers_version"]
+__all__ = ["ClassFacts", "class_facts", "facts_for", "model_types", "transformers_version"]
 
 _DATA = Path(__file__).with_name("transformers_classes.json")
 
@@ -76,6 +76,13 @@ def transformers_version() -> str:
 def model_types() -> tuple[str, ...]:
     """Every model_type of the pinned transformers, sorted."""
     return tuple(sorted(_catalogue()[1]))
+
+
+def facts_for(config: Mapping[str, Any]) -> ClassFacts | None:
+    """The facts for the class a config (or :class:`~ropekit.config.view.ConfigView`) names by its
+    ``model_type``, or ``None`` (no model_type, or not a class of the pinned transformers)."""
+    model_type = config.get("model_type")
+    return class_facts(model_type) if isinstance(model_type, str) else None
 
 
 @functools.lru_cache(maxsize=256)

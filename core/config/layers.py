@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..errors import RopeConfigError
-from .classes import class_facts
+from .classes import facts_for
 from .families import ATTENTION_LAYER_TYPES, CLASS_LOCAL_THETA, NO_ROPE_LAYER_TYPES, Family
 from .view import ConfigView, positive_int
 
@@ -73,7 +73,7 @@ def _declared(view: ConfigView, declared: Any, layers: int | None) -> tuple[str,
     if layers is not None and len(declared) != layers:
         raise RopeConfigError(path, f"lists {len(declared)} layers, but num_hidden_layers is {layers}; they must agree")
     model_type = view.get("model_type")
-    facts = class_facts(model_type) if isinstance(model_type, str) else None
+    facts = facts_for(view)
     folds = facts.folds if facts is not None else None
     if folds is not None and folds in declared:  # Dory: (attention, "mlp") pairs, one decoder layer each
         if len(declared) % 2 or any((name == folds) != (index % 2 == 1) for index, name in enumerate(declared)):

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from ..contract.scheme import RESERVED_KEYS, Geometry, Key
 from ..errors import NoRopeError, RopeConfigError
-from .classes import class_facts, transformers_version
+from .classes import facts_for, transformers_version
 from .families import (
     ATTENTION_LAYER_TYPES,
     CLASS_LOCAL_THETA,
@@ -262,7 +262,7 @@ def _flat_scaling(
     legacy ``type`` key the class does not read is refused: transformers would serve that layer
     type plain RoPE while the config declares a scheme."""
     model_type = view.get("model_type")
-    facts = class_facts(model_type) if isinstance(model_type, str) else None
+    facts = facts_for(view)
     if facts is None or facts.flat_scaling is None or not source_path:
         return None
     scaled = tuple(facts.flat_scaling["layer_types"])
@@ -375,8 +375,7 @@ def _rope_source(view: ConfigView) -> tuple[str, Mapping[str, Any]]:
 def _class_block(view: ConfigView) -> Mapping[str, Any]:
     """The rope block the model's class fills in when a config states none (Ministral-3's yarn,
     Apertus' llama3, Moonshine's partial rotary factor), without what the config states itself."""
-    model_type = view.get("model_type")
-    facts = class_facts(model_type) if isinstance(model_type, str) else None
+    facts = facts_for(view)
     if facts is None or facts.rope_block is None:
         return {}
     return {key: value for key, value in facts.rope_block.items() if view.get(key) is None}
@@ -489,7 +488,7 @@ def _theta(view: ConfigView, family: Family, layer_type: str, block: Mapping[str
     if layer_type == "sliding_attention" and not path:
         candidates.append((view.path("rope_local_base_freq"), view.get("rope_local_base_freq")))
     model_type = view.get("model_type")
-    facts = class_facts(model_type) if isinstance(model_type, str) else None
+    facts = facts_for(view)
     per_type = facts is not None and isinstance(facts.theta, Mapping) and layer_type in facts.theta
     for name in ("rope_theta", "rotary_emb_base", "rope_embedding_base"):
         if not (per_type and view.defaulted(name)):  # a class default base is its main layers'; per type wins
@@ -579,8 +578,7 @@ def _partial_rotary_factor(
         if view.get(name) is not None:
             found = positive_number(view[name], view.path(name), above=0.0, most=1.0), view.path(name)
             break
-    model_type = view.get("model_type")
-    facts = class_facts(model_type) if isinstance(model_type, str) else None
+    facts = facts_for(view)
     rotary_dim = None if facts is not None and "rotary_dim" in facts.unread else view.get("rotary_dim")
     if rotary_dim is not None:  # (a class whose rotary module is observed to ignore it: not read)
         where = view.path("rotary_dim")
@@ -654,8 +652,7 @@ def _warn_unread_factor(view: ConfigView, where: str) -> None:
 def _rotates_whole_head(view: ConfigView, block: Mapping[str, Any]) -> bool:
     """Whether the config's class is observed to ignore ``partial_rotary_factor`` for this block:
     plain RoPE in a class (Llama and its copies) whose default frequencies span the whole head."""
-    model_type = view.get("model_type")
-    facts = class_facts(model_type) if isinstance(model_type, str) else None
+    facts = facts_for(view)
     kind = block.get("rope_type", block.get("type", "default"))
     return facts is not None and "partial_rotary_factor" in facts.unread and kind in ("default", None)
 
@@ -744,7 +741,7 @@ def _mrope(view: ConfigView, block: Mapping[str, Any], path: str) -> tuple[tuple
     section = _mrope_section(block.get("mrope_section"), section_path)
     stated = _mrope_interleaved_stated(block, path)
     model_type = view.get("model_type")
-    facts = class_facts(model_type) if isinstance(model_type, str) else None
+    facts = facts_for(view)
     if facts is None or facts.kind != "rope":
         if section is None:
             return None, False, None
