@@ -19,8 +19,10 @@ every vLLM model calls for its rotary module) and, while a model is being built:
   seq-len-dependent declaration, and how the model's code pairs channels. vLLM's longrope module
   is read as its two factor sets. One log line per layer type: ``match``, or ``mismatch`` with
   what was served;
-- with ``ROPEKIT_VLLM_STRICT=1`` a mismatch (or a table the audit cannot read, or a config
-  ropekit refuses) fails the load with that line (:class:`VllmAuditError`);
+- once vLLM's ``initialize_model`` has built the model, says which of the config's layer types
+  got no verdict (no module vLLM built was recognised as theirs: their tables are unchecked);
+- with ``ROPEKIT_VLLM_STRICT=1`` a mismatch (or a table the audit cannot read, a layer type left
+  unaudited, or a config ropekit refuses) fails the load with that line (:class:`VllmAuditError`);
 - with ``ROPEKIT_VLLM_SERVE=all`` ropekit's tables also replace vLLM's for the rope_types vLLM
   serves itself (a copy of vLLM's module with ropekit's cache; vLLM's cached module is left
   alone); by default nothing vLLM serves is changed.
@@ -53,7 +55,7 @@ import numpy as np
 from .._version import __version__
 from ..artifacts.audit import audit_artifact
 from ..artifacts.served import ServedArtifact, ServedTable
-from ..errors import ArgumentError, PluginError, RopekitError, UnknownRopeTypeError
+from ..errors import ArgumentError, NoRopeError, PluginError, RopekitError, UnknownRopeTypeError
 from ..host.registry import Registry, default_registry
 from ..loader import load
 from ..tables.plan import max_position
@@ -204,6 +206,25 @@ def _layout_problem(module: Any, table: RopeTable) -> str:
             f"{words[table.layout]}")
 
 
+def _width_problems(module: Any, read: _Read, table: RopeTable) -> list[str]:
+    """What the module's own rotary width says that its cache alone cannot: vLLM's kernels rotate
+    ``module.rotary_dim`` channels whatever the cache holds."""
+    rotary_dim = getattr(module, "rotary_dim", None)
+    head_size = getattr(module, "head_size", None)
+    if not isinstance(rotary_dim, int):
+        return []
+    problems: list[str] = []
+    of_head = f" of each {head_size}-channel head" if isinstance(head_size, int) else ""
+    if rotary_dim != table.rotary_dim:
+        problems.append(f"vLLM's module rotates {rotary_dim} channels{of_head}, the declared table "
+                        f"{table.rotary_dim}")
+    if read.tables:
+        columns = 2 * int(np.asarray(read.tables[0].values).shape[-1])
+        if columns != rotary_dim:
+            problems.append(f"its cache holds {columns // 2} pairs where the module rotates {rotary_dim} channels")
+    return problems
+
+
 def _describe(module: Any) -> str:
     """Who serves a module's table, for the log line."""
     name = type(module).__name__
@@ -264,6 +285,7 @@ def audit_rotary(
     if table.switch_at is not None and read.regime is None and max_model_len > table.switch_at:
         problems.append(f"one cache serves every length, where the declared {table.rope_type} table changes past "
                         f"{table.switch_at} positions ({table.seq_len_rule})")
+    problems.extend(_width_problems(module, read, table))
     layout = _layout_problem(module, table)
     if layout:
         problems.append(layout)
@@ -421,6 +443,10 @@ class _Load:
     served: dict[tuple[Any, ...], Any] = attrs.field(factory=dict)
     audited: dict[tuple[int, str], LayerVerdict] = attrs.field(factory=dict)
     seconds: float = 0.0
+    calls: int = 0
+    """``get_rope`` calls vLLM's model code made in this load."""
+    no_rope: bool = False
+    """ropekit reads the config as a model that applies no RoPE."""
 
     def log(self, line: str, *, level: int = logging.INFO) -> None:
         if line not in self.logged:
@@ -429,7 +455,10 @@ class _Load:
 
     def layer_types(self, head_size: int, passed: Mapping[str, Any] | None) -> list[str]:
         """The config's layer types a ``get_rope`` call is for: those whose block of vLLM's config
-        the call passed, else those whose head size it has (a model that rebuilt the block)."""
+        the call passed; else, for a model that rebuilt its text block (it names a ``rope_type``
+        or ``rope_theta``), those with its head size, rotary width and base. A block naming
+        neither (a vision or audio tower's rotary: ``{"partial_rotary_factor": 0.5}``) is no
+        layer type's."""
         assert self.rope is not None
         names = list(self.rope.tables)
         vllm_rope = self.vllm_rope if isinstance(self.vllm_rope, Mapping) else {}
@@ -441,7 +470,14 @@ class _Load:
                 found = names if not vllm_rope or _same_block(vllm_rope, passed) else []
             if found:
                 return found
-        elif not vllm_rope:
+            if "rope_type" not in passed and "rope_theta" not in passed:
+                return []
+            width = _rotary_dim(head_size, passed)
+            theta = float(passed.get("rope_theta", 10000.0))
+            return [name for name, table in self.rope.tables.items()
+                    if (table.head_dim, table.rotary_dim) == (head_size, width)
+                    and abs(float(table.geometry.theta) - theta) <= 1e-9 * theta]
+        if not vllm_rope:
             return names
         return [name for name, table in self.rope.tables.items() if table.head_dim == head_size]
 
@@ -472,6 +508,11 @@ def _current_load() -> _Load | None:
     model_config = getattr(vllm_config, "model_config", None)
     if model_config is None:
         return None
+    return _load_for(model_config)
+
+
+def _load_for(model_config: Any) -> _Load:
+    """The load of ``model_config`` (vLLM's ``ModelConfig``): its own config.json, read once."""
     with _LOCK:
         known = _LOADS.get(id(model_config))
         if known is not None and known[0] is model_config:
@@ -486,7 +527,10 @@ def _current_load() -> _Load | None:
             state.source, source = _model_source(model_config)
             state.rope = load(source, registry=state.registry)
             if not state.rope.tables:
+                state.no_rope = True
                 raise ArgumentError("config", f"the model applies no RoPE ({state.rope.no_rope_reason})")
+        except NoRopeError as error:
+            state.rope, state.refusal, state.no_rope = None, error, True
         except RopekitError as error:
             state.rope, state.refusal = None, error
         except (OSError, ValueError) as error:  # the hub or the file system, not the config
@@ -592,13 +636,19 @@ def _serve_known(state: _Load, call: Mapping[str, Any], module: Any) -> Any:
     passed: Mapping[str, Any] | None = call["rope_parameters"]
     names = state.layer_types(int(call["head_size"]), passed)
     if not names:
-        logger.debug("ropekit: %s (head size %s) matches no layer type of %s: not audited", type(module).__name__,
-                     call["head_size"], state.source)
+        state.log(f"{type(module).__name__} (head size {call['head_size']}, rope_parameters {dict(passed or {})}): "
+                  f"not a rotary of {state.source}'s text layers (no layer type's block, base and width): not audited")
         return module
     if state.serve_all:
         name = type(module).__name__
         table = state.rope.tables[names[0]]
         distribution = _distribution(state.registry, table.rope_type)
+        width = getattr(module, "rotary_dim", table.rotary_dim)
+        if width != table.rotary_dim:
+            raise VllmServeError(table.rope_type, distribution,
+                                 f"vLLM's model code rotates {width} channels of each {call['head_size']}-channel "
+                                 f"head, ropekit's table covers {table.rotary_dim} (check partial_rotary_factor / "
+                                 "head_dim in config.json)")
         if name not in _CACHE_CLASSES and name != _LONGROPE_CLASS:
             raise VllmServeError(table.rope_type, distribution, f"{SERVE_ENV}=all: vLLM's {name} is not a plain "
                                  "cos_sin_cache module ropekit can fill; unset it to audit only")
@@ -622,6 +672,52 @@ def _serve_known(state: _Load, call: Mapping[str, Any], module: Any) -> Any:
     return module
 
 
+def _finish(state: _Load) -> None:
+    """The model is built: a layer type no rotary module was audited for is said (its table is
+    unchecked), and fails the load in strict mode."""
+    if state.calls == 0 and state.no_rope:
+        state.log(f"{state.source}: the model applies no RoPE and vLLM built no rotary module: nothing to audit")
+        return
+    if state.rope is None:
+        _refused(state)
+        return
+    audited = {layer_type for _, layer_type in state.audited}
+    for layer_type in state.rope.tables:
+        if layer_type in audited:
+            continue
+        line = (f"{layer_type}: not audited: vLLM built no rotary module ropekit recognised as this layer type's "
+                f"(declared {state.rope.tables[layer_type].rope_type} in {state.source}); its table is unchecked")
+        state.log(line, level=logging.WARNING)
+        if state.strict:
+            raise VllmAuditError(f"{line} ({STRICT_ENV}=1)")
+
+
+_BUILDING = threading.local()
+
+
+def _wrap_initialize(original: Callable[..., Any]) -> Callable[..., Any]:
+    """vLLM's ``initialize_model``, followed (for the outermost call: a multimodal model builds its
+    language model inside) by :func:`_finish` for the load it built."""
+
+    @functools.wraps(original)
+    def initialize_model(*args: Any, **kwargs: Any) -> Any:
+        depth = getattr(_BUILDING, "depth", 0)
+        _BUILDING.depth = depth + 1
+        try:
+            model = original(*args, **kwargs)
+        finally:
+            _BUILDING.depth = depth
+        vllm_config = kwargs.get("vllm_config", args[0] if args else None)
+        model_config = getattr(vllm_config, "model_config", None)
+        if depth == 0 and model_config is not None:
+            _finish(_load_for(model_config))
+        return model
+
+    initialize_model.__ropekit__ = True  # type: ignore[attr-defined]
+    initialize_model.__ropekit_original__ = original  # type: ignore[attr-defined]
+    return initialize_model
+
+
 def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
     signature = inspect.signature(original)
 
@@ -630,6 +726,7 @@ def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
         state = _current_load()
         if state is None:
             return original(*args, **kwargs)
+        state.calls += 1
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         call = dict(bound.arguments)
@@ -652,6 +749,13 @@ def _vllm_modules() -> Iterator[Any]:
             yield module
 
 
+def _replace(name: str, current: Any, replacement: Any) -> None:
+    """``name`` bound to ``replacement`` in every loaded vLLM module where it is ``current``."""
+    for module in _vllm_modules():
+        if getattr(module, name, None) is current:
+            setattr(module, name, replacement)
+
+
 def register() -> None:
     """vLLM's general-plugin entry point: wrap ``get_rope`` so every model vLLM builds in this
     process is served and audited (idempotent: vLLM calls it once per process, tests may call it
@@ -661,6 +765,7 @@ def register() -> None:
         import torch  # noqa: F401
         import vllm
         from vllm.model_executor.layers import rotary_embedding
+        from vllm.model_executor.model_loader import utils as loader_utils
     except ImportError as error:
         logger.warning("ropekit %s: vLLM plugin inactive, %s is not importable (%s); nothing patched", __version__,
                        error.name or "vllm", error)
@@ -674,10 +779,10 @@ def register() -> None:
                        "nothing patched", __version__, getattr(vllm, "__version__", "?"), ", ".join(parameters),
                        ", ".join(_GET_ROPE_PARAMETERS), ", ".join(SUPPORTED_VLLM))
         return
-    wrapper = _wrap(current)
-    for module in _vllm_modules():
-        if getattr(module, "get_rope", None) is current:
-            module.get_rope = wrapper  # the package, and model modules imported before the plugin ran
+    _replace("get_rope", current, _wrap(current))  # the package, and model modules imported before the plugin ran
+    initialize = getattr(loader_utils, "initialize_model", None)
+    if callable(initialize) and not getattr(initialize, "__ropekit__", False):
+        _replace("initialize_model", initialize, _wrap_initialize(initialize))
     logger.debug("ropekit %s: vLLM plugin active (strict: %s, serve: %s)", __version__,
                  os.environ.get(STRICT_ENV, "0"), os.environ.get(SERVE_ENV, "unknown"))
 
@@ -688,13 +793,13 @@ def unregister() -> None:
         from vllm.model_executor.layers import rotary_embedding
     except ImportError:
         return
-    wrapper = rotary_embedding.get_rope
-    original = getattr(wrapper, "__ropekit_original__", None)
-    if original is None:
-        return
-    for module in _vllm_modules():
-        if getattr(module, "get_rope", None) is wrapper:
-            module.get_rope = original
+    from vllm.model_executor.model_loader import utils as loader_utils
+
+    for name, owner in (("get_rope", rotary_embedding), ("initialize_model", loader_utils)):
+        wrapper = getattr(owner, name, None)
+        original = getattr(wrapper, "__ropekit_original__", None)
+        if original is not None:
+            _replace(name, wrapper, original)
     with _LOCK:
         _LOADS.clear()
 

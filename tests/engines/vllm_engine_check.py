@@ -448,6 +448,237 @@ def test_a_broken_plugin_fails_only_the_model_that_needs_it(tmp_path: Path, make
         build_rope(model_config)
 
 
+SCALED_PLUGIN = """
+import numpy as np
+from ropekit import Frequencies, Key, Scheme, hookimpl, plain_inv_freq
+
+def build(params, geometry, seq_len):
+    return Frequencies(plain_inv_freq(geometry.theta * 4.0, geometry.rotary_dim), params["magnitude"])
+
+@hookimpl
+def ropekit_scheme():
+    return Scheme(name="loud_plain", doc="plain RoPE over 4x the base, cos/sin scaled", build=build,
+                  keys=(Key("magnitude", "float", "cos/sin multiplier", required=True, gt=0),))
+"""
+
+COHERE: dict[str, Any] = {
+    "architectures": ["CohereForCausalLM"], "model_type": "cohere", "vocab_size": 64, "hidden_size": 128,
+    "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "max_position_embeddings": 256, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
+}
+
+
+def rotated(table: Any, positions: np.ndarray[Any, Any], x: np.ndarray[Any, Any], neox: bool) -> np.ndarray[Any, Any]:
+    """``x`` (tokens, heads, head) rotated by ``table`` at ``positions``, in float64: the rotation
+    the model's code applies (rotate-half or interleaved pairs over the first ``rotary_dim``
+    channels, the attention factor on cos and sin)."""
+    cos, sin = table.cos_sin(positions, dtype=np.float64, layout="half")
+    cos, sin = cos[:, None, :], sin[:, None, :]
+    out = x.astype(np.float64).copy()
+    half = table.rotary_dim // 2
+    if neox:
+        a, b = x[..., :half], x[..., half:table.rotary_dim]
+        out[..., :half], out[..., half:table.rotary_dim] = a * cos - b * sin, b * cos + a * sin
+    else:
+        a, b = x[..., 0:table.rotary_dim:2], x[..., 1:table.rotary_dim:2]
+        out[..., 0:table.rotary_dim:2], out[..., 1:table.rotary_dim:2] = a * cos - b * sin, b * cos + a * sin
+    return out
+
+
+def assert_forward_applies(module: Any, table: Any, *, neox: bool, heads: int = 2) -> None:
+    """vLLM's own forward (``forward_native``) on ``module`` rotates queries and keys as ropekit's table says."""
+    generator = torch.Generator().manual_seed(0)
+    positions = torch.tensor([0, 1, 7, 100, 255])
+    query = torch.randn(len(positions), heads * HEAD, generator=generator)
+    key = torch.randn(len(positions), heads * HEAD, generator=generator)
+    got_query, got_key = module.forward_native(positions, query.clone(), key.clone())
+    for got, given in ((got_query, query), (got_key, key)):
+        expected = rotated(table, positions.numpy(), given.reshape(len(positions), heads, HEAD).numpy(), neox)
+        np.testing.assert_allclose(got.reshape(len(positions), heads, HEAD).double().numpy(), expected, rtol=0,
+                                   atol=2e-5)
+
+
+def test_served_interleaved_pairs_are_applied_by_vllms_forward(tmp_path: Path, lines: list[str]) -> None:
+    # Cohere's code pairs channels interleaved; vLLM's Cohere model asks get_rope for is_neox_style=False
+    document = {**COHERE, "rope_parameters": {"rope_type": "ntk_alpha", "alpha": 8.0, "rope_theta": 10000.0}}
+    with model_load(tmp_path, document) as model_config:
+        module = build_rope(model_config, is_neox_style=False)
+    table = ropekit.load(tmp_path).table
+    assert table.layout == "gptj" and type(module).__name__ == "RopekitRotaryEmbedding"
+    assert "full_attention: match: ropekit (ropekit-ntk-alpha 0.1.0) through RopekitRotaryEmbedding" in only(lines)
+    assert_forward_applies(module, table, neox=False)
+
+
+def test_served_partial_rotary_is_applied_by_vllms_forward(tmp_path: Path, lines: list[str]) -> None:
+    rope = {"rope_type": "ntk_alpha", "alpha": 8.0, "rope_theta": 10000.0, "partial_rotary_factor": 0.5}
+    with model_load(tmp_path, {**LLAMA, "rope_parameters": rope}) as model_config:
+        module = build_rope(model_config)
+    table = ropekit.load(tmp_path).table
+    assert table.rotary_dim == 16
+    assert_forward_applies(module, table, neox=True)  # the channels past the rotary width pass unchanged
+
+
+def test_a_served_attention_factor_is_in_the_cache(tmp_path: Path, make_dist: MakeDist,
+                                                   monkeypatch: pytest.MonkeyPatch, lines: list[str]) -> None:
+    make_dist("ropekit-loud", {"loud_plain": "ropekit_loud_plain"}, {"ropekit_loud_plain": SCALED_PLUGIN})
+    monkeypatch.setattr(rv, "default_registry", lambda: ropekit.Registry(read_env=False))
+    document = {**LLAMA, "rope_parameters": {"rope_type": "loud_plain", "magnitude": 1.25, "rope_theta": 10000.0}}
+    with model_load(tmp_path, document) as model_config:
+        module = build_rope(model_config)
+    table = ropekit.load(tmp_path, registry=ropekit.Registry(read_env=False)).table
+    assert table.attention_factor == 1.25
+    assert float(module.cos_sin_cache[0, 0]) == 1.25  # cos(0) times the factor
+    assert "full_attention: match: ropekit (ropekit-loud 1.0) through RopekitRotaryEmbedding" in only(lines)
+    assert_forward_applies(module, table, neox=True)
+
+
+def test_a_third_party_type_served_on_one_layer_type(tmp_path: Path, lines: list[str]) -> None:
+    document = {**GEMMA3, "rope_parameters": {
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        "full_attention": {"rope_type": "ntk_alpha", "alpha": 8.0, "rope_theta": 1000000.0}}}
+    with model_load(tmp_path, document) as model_config:
+        sliding = build_rope(model_config, layer_type="sliding_attention")
+        full = build_rope(model_config, layer_type="full_attention")
+    assert type(sliding).__name__ == "RotaryEmbedding" and type(full).__name__ == "RopekitRotaryEmbedding"
+    assert "sliding_attention: match: vLLM's RotaryEmbedding serves the declared default table" in only(
+        lines, "sliding")
+    assert "full_attention: match: ropekit (ropekit-ntk-alpha 0.1.0) through RopekitRotaryEmbedding serves the " \
+        "declared ntk_alpha table" in only(lines, "full_attention")
+    assert_forward_applies(full, ropekit.load(tmp_path).tables["full_attention"], neox=True)
+
+
+def test_served_rows_cover_a_max_model_len_past_max_position(tmp_path: Path, lines: list[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")  # vLLM then accepts more than max_position_embeddings
+    document = {**LLAMA, "rope_parameters": {"rope_type": "ntk_alpha", "alpha": 8.0, "rope_theta": 10000.0}}
+    with model_load(tmp_path, document, max_model_len=400) as model_config:
+        module = build_rope(model_config)
+    assert model_config.max_model_len == 400 and module.cos_sin_cache.shape == (400, HEAD)
+    assert "(cos_sin_cache float32, 400 rows cover max_model_len 400)" in only(lines)
+
+
+def test_a_tower_rotary_is_no_text_layers(tmp_path: Path, lines: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # what vLLM's Qwen2-VL / GLM-4.1V vision towers ask for: no rope_type, no base, another width
+    with model_load(tmp_path / "audit", {**LLAMA, "rope_parameters": SCHEMES["llama3"]}) as model_config:
+        text = build_rope(model_config)
+        tower = rotary_embedding.get_rope(HEAD, max_position=8192, is_neox_style=True,
+                                          rope_parameters={"partial_rotary_factor": 0.5})
+    assert type(text).__name__ == "Llama3RotaryEmbedding" and tower.rotary_dim == 16
+    assert len([line for line in lines if "full_attention: " in line]) == 1
+    assert "full_attention: match" in only(lines, "full_attention: ")
+    assert "RotaryEmbedding (head size 32, rope_parameters {'partial_rotary_factor': 0.5}): not a rotary of " in \
+        only(lines, "not a rotary")
+    lines.clear()
+    monkeypatch.setenv(rv.SERVE_ENV, "all")
+    with model_load(tmp_path / "serve", {**LLAMA, "rope_parameters": SCHEMES["llama3"]}):
+        tower = rotary_embedding.get_rope(HEAD, max_position=8192, is_neox_style=True,
+                                          rope_parameters={"partial_rotary_factor": 0.5})
+    assert not getattr(tower, "__ropekit__", False) and tower.cos_sin_cache.shape == (8192, 16)  # left alone
+
+
+def test_a_module_of_another_width_is_a_mismatch_and_not_replaced(tmp_path: Path, lines: list[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    document = {**LLAMA, "rope_parameters": SCHEMES["llama3"]}
+    with model_load(tmp_path / "audit", document) as model_config:
+        block = {**model_config.hf_text_config.rope_parameters, "partial_rotary_factor": 0.5}
+        rotary_embedding.get_rope(HEAD, 256, True, block)
+    line = only(lines, "full_attention")
+    assert "full_attention: mismatch: declared llama3; vLLM's Llama3RotaryEmbedding serves" in line
+    assert "vLLM's module rotates 16 channels of each 32-channel head, the declared table 32" in line
+    monkeypatch.setenv(rv.SERVE_ENV, "all")
+    with model_load(tmp_path / "serve", document) as model_config:
+        block = {**model_config.hf_text_config.rope_parameters, "partial_rotary_factor": 0.5}
+        with pytest.raises(rv.VllmServeError, match=r"rope_type 'llama3' \(distribution ropekit .*\) in vLLM: vLLM's "
+                           r"model code rotates 16 channels of each 32-channel head, ropekit's table covers 32"):
+            rotary_embedding.get_rope(HEAD, 256, True, block)
+
+
+def model_building(layer_types: tuple[str, ...]) -> type[Any]:
+    """A vLLM model class (new style: ``vllm_config``, ``prefix``) whose code builds the rotary of ``layer_types``."""
+
+    class Model(torch.nn.Module):
+        def __init__(self, *, vllm_config: VllmConfig, prefix: str = "") -> None:
+            super().__init__()
+            text = vllm_config.model_config.hf_text_config
+            self.ropes = torch.nn.ModuleList(
+                rotary_embedding.get_rope(HEAD, text.max_position_embeddings, True, text.rope_parameters[layer_type])
+                for layer_type in layer_types)
+
+    return Model
+
+
+def test_a_layer_type_no_module_was_built_for_is_said(tmp_path: Path, lines: list[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from vllm.model_executor.model_loader import utils as loader_utils
+
+    assert getattr(loader_utils.initialize_model, "__ropekit__", False)
+
+    def build(folder: Path, layer_types: tuple[str, ...]) -> None:
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(GEMMA3))
+        vllm_config = VllmConfig(model_config=ModelConfig(model=str(folder), skip_tokenizer_init=True))
+        loader_utils.initialize_model(vllm_config=vllm_config, model_class=model_building(layer_types))
+
+    build(tmp_path / "both", ("sliding_attention", "full_attention"))
+    assert not [line for line in lines if "not audited" in line]
+    build(tmp_path / "one", ("sliding_attention",))
+    assert "full_attention: not audited: vLLM built no rotary module ropekit recognised as this layer type's " \
+        "(declared linear in " in only(lines, "not audited")
+    monkeypatch.setenv(rv.STRICT_ENV, "1")
+    with pytest.raises(rv.VllmAuditError, match=r"^full_attention: not audited: .*\(ROPEKIT_VLLM_STRICT=1\)$"):
+        build(tmp_path / "strict", ("sliding_attention",))
+
+
+def test_a_rope_type_vllm_and_ropekit_both_refuse_names_ropekits_reason(tmp_path: Path) -> None:
+    document = {**LLAMA, "rope_parameters": {"rope_type": "ntk_alpha", "alpha": 8.0, "rope_theta": 10000.0,
+                                             "alpah": 2.0}}
+    with pytest.raises(rv.VllmServeError, match=r"rope_type 'ntk_alpha' \(distribution ropekit-ntk-alpha 0.1.0\) in "
+                       r"vLLM: vLLM does not know it and ropekit refuses the model's config: rope_parameters\.alpah"), \
+            model_load(tmp_path, document) as model_config:
+        build_rope(model_config)
+
+
+def test_conflicting_plugins_fail_only_the_model_that_needs_them(tmp_path: Path, make_dist: MakeDist,
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 lines: list[str]) -> None:
+    clone = "from ropekit_ntk_alpha import SCHEME\nfrom ropekit import hookimpl\n\n@hookimpl\n" \
+        "def ropekit_scheme():\n    return SCHEME\n"
+    make_dist("ropekit-ntk-clone", {"ntk_alpha": "ropekit_ntk_clone"}, {"ropekit_ntk_clone": clone})
+    monkeypatch.setattr(rv, "default_registry", lambda: ropekit.Registry(read_env=False))
+    with model_load(tmp_path / "other", {**LLAMA, "rope_parameters": SCHEMES["llama3"]}) as model_config:
+        build_rope(model_config)
+    assert "full_attention: match" in only(lines)
+    document = {**LLAMA, "rope_parameters": {"rope_type": "ntk_alpha", "alpha": 8.0, "rope_theta": 10000.0}}
+    with pytest.raises(ropekit.PluginError, match=r"ntk_alpha.*ropekit-ntk-alpha.*ropekit-ntk-clone|"
+                       r"ntk_alpha.*ropekit-ntk-clone.*ropekit-ntk-alpha"), \
+            model_load(tmp_path / "needs", document) as model_config:
+        build_rope(model_config)
+
+
+def test_a_get_rope_of_another_signature_is_left_alone(monkeypatch: pytest.MonkeyPatch, lines: list[str]) -> None:
+    rv.unregister()
+    try:
+        def get_rope(head_size: int, max_position: int) -> None:
+            """A future vLLM's get_rope."""
+
+        monkeypatch.setattr(rotary_embedding, "get_rope", get_rope)
+        rv.register()
+        assert rotary_embedding.get_rope is get_rope
+        assert "vLLM plugin inactive, vLLM 0.32.0's get_rope takes (head_size, max_position), not (head_size, " \
+            "max_position, is_neox_style, rope_parameters, dtype)" in only(lines, "inactive")
+    finally:
+        monkeypatch.undo()
+        rv.register()
+    assert getattr(rotary_embedding.get_rope, "__ropekit__", False)
+
+
+def test_the_engine_these_tests_ran_on() -> None:
+    import vllm
+
+    # docs/vllm.md names the versions: vLLM's CPU build 0.32.0 and the transformers it brings
+    assert (vllm.__version__.split("+")[0], transformers.__version__.rsplit(".", 1)[0]) == ("0.32.0", "5.19")
+
+
 # ---- end to end: vLLM starts ----------------------------------------------------------------
 
 PROMPTS = [[3 + (7 * i) % 60 for i in range(length)] for length in (40, 120, 255)]
