@@ -110,20 +110,79 @@ def audit_artifact(
     if artifact.kind == "gguf" and "layers" in artifact.engine:
         _audit_layers(model, artifact, document, layer_type, chosen, rtol)
         return document
-    for served in _split_concatenated(model, artifact.tables):
+    served_tables = list(_split_concatenated(model, artifact.tables))
+    unassigned = _unassigned(model, served_tables, layer_type)
+    for served in served_tables:
+        if any(served in group for group in unassigned):
+            continue
         for name in _targets(model, served, layer_type):
-            report = _audit_one(model, model.tables[name], served, artifact, chosen, rtol)
-            layer = document["layers"].setdefault(name, {"verdict": "match", "tables": []})
-            layer["tables"].append(report)
-            if report["verdict"] != "match":
-                layer["verdict"] = "mismatch"
-                layer.setdefault("served_as", report["served_as"])
+            _add(document, name, _audit_one(model, model.tables[name], served, artifact, chosen, rtol))
+    orphans = [_audit_unassigned(model, group, artifact, document, chosen, rtol) for group in unassigned]
     if artifact.wiring:
         _audit_wiring(model, artifact, document, layer_type)
     verdicts = {layer["verdict"] for layer in document["layers"].values()}
     verdicts |= {entry["verdict"] for entry in document["artifact"].get("layers", ())}
+    if any(orphans):
+        verdicts.add("mismatch")
     document["verdict"] = "mismatch" if "mismatch" in verdicts else "match"
     return document
+
+
+def _add(document: dict[str, Any], name: str, report: dict[str, Any]) -> None:
+    """``report`` (one served table against layer type ``name``) into the layer type's summary."""
+    layer = document["layers"].setdefault(name, {"verdict": "match", "tables": []})
+    layer["tables"].append(report)
+    if report["verdict"] != "match":
+        layer["verdict"] = "mismatch"
+        layer.setdefault("served_as", report["served_as"])
+
+
+def _unassigned(model: ModelRope, tables: list[ServedTable], layer_type: str | None) -> list[list[ServedTable]]:
+    """Groups of tables a graph computes at one length, of one width, that nothing assigns to a
+    layer type (no layer type, no consuming layer known) where several layer types have that
+    width: which table serves which layer type is then not known (a two-rotary Gemma-3 export)."""
+    if layer_type is not None:
+        return []
+    groups: dict[tuple[int | None, int], list[ServedTable]] = {}
+    for served in tables:
+        if served.seq_len is not None and served.layer_type is None and not _layer_types_of(model, served):
+            groups.setdefault((served.seq_len, _width(served)), []).append(served)
+    return [group for (_, width), group in groups.items() if len(group) > 1 and sum(
+        len(table.inv_freq) == width for table in model.tables.values()) > 1]
+
+
+def _audit_unassigned(
+    model: ModelRope, group: list[ServedTable], artifact: ServedArtifact, document: dict[str, Any],
+    positions: tuple[int, ...], rtol: float | None,
+) -> bool:
+    """Tables of one length that no layer is known to consume: each layer type of their width
+    matches when some table is its declared one (a mismatch only when none is). A table that is
+    no layer type's is flagged. ``True`` when there is such a table."""
+    width = _width(group[0])
+    fitted: set[int] = set()
+    for name, table in model.tables.items():
+        if len(table.inv_freq) != width:
+            continue
+        reports = [_audit_one(model, table, served, artifact, positions, rtol) for served in group]
+        matching = [index for index, report in enumerate(reports) if report["verdict"] == "match"]
+        fitted.update(matching)
+        for report in [reports[index] for index in matching[:1]] or reports:
+            report["assigned"] = ("the graph does not say which layers read this table: it is matched with the "
+                                  "layer type whose table it is" if matching else
+                                  "the graph does not say which layers read this table: none of its tables is "
+                                  f"the {name} table")
+            _add(document, name, report)
+    orphans = [served for index, served in enumerate(group) if index not in fitted]
+    for served in orphans:
+        document.setdefault("flags", []).append(
+            f"{served.where}: is no declared layer type's table, and the graph does not say which layers read it")
+    return bool(orphans)
+
+
+def _layer_types_of(model: ModelRope, served: ServedTable) -> list[str]:
+    """The layer types of the layers ``served`` is known to be read by, in the model's order."""
+    found = {model.layer_types[index] for index in served.layers if index < len(model.layer_types)}
+    return [name for name in model.tables if name in found]
 
 
 def _audit_wiring(model: ModelRope, artifact: ServedArtifact, document: dict[str, Any], layer_type: str | None) -> None:
@@ -267,12 +326,16 @@ def _width(served: ServedTable) -> int:
 
 
 def _targets(model: ModelRope, served: ServedTable, layer_type: str | None) -> list[str]:
-    """The layer types ``served`` stands for: the one named, else every one of its width (an engine
-    that serves one table serves it to every layer), else the first."""
+    """The layer types ``served`` stands for: the one named, else those of the layers known to read
+    it, else every one of its width (an engine that serves one table serves it to every layer),
+    else the first."""
     if layer_type is not None:
         return [layer_type]
     if served.layer_type is not None and served.layer_type in model.tables:
         return [served.layer_type]
+    consumed = _layer_types_of(model, served)
+    if consumed:  # a graph's rotary read by these layers: their layer types, whatever the width
+        return consumed
     sized = [name for name, table in model.tables.items() if len(table.inv_freq) == _width(served)]
     return sized or [next(iter(model.tables))]
 
@@ -457,6 +520,8 @@ def _candidates(
                             table.with_params(beta_fast=32.0, beta_slow=1.0).inv_freq)
     if table.rope_type == "llama3":
         yield from _llama3_variants(table)
+        if estimate is not None:
+            yield from _llama3_fitted(table, estimate)
     if table.seq_len_dependent and table.switch_at is not None:
         for length in (table.switch_at + 1, 4 * table.switch_at):
             other = table.at(length)
@@ -505,12 +570,77 @@ def _llama3_variants(table: RopeTable) -> Iterator[Candidate]:
                             f"llama3 {name}, not the checkpoint's", other.inv_freq, other.attention_factor)
 
 
+def _llama3_fitted(table: RopeTable, estimate: npt.NDArray[np.float64]) -> Iterator[Candidate]:
+    """llama3 with parameters fitted to the served frequencies: ``factor`` from the pairs divided
+    most, and the band from the pairs in between (their ``smooth`` is linear in 1/wavelength:
+    ``original / (high - low)`` and ``-low / (high - low)``; with the declared original context
+    that gives low and high, with the declared low and high it gives the original context)."""
+    pairs = len(table.inv_freq)
+    if estimate.shape != (pairs,) or not np.all(np.isfinite(estimate) & (estimate > 0)):
+        return
+    plain = plain_inv_freq(table.geometry.theta, table.rotary_dim, pairs)
+    ratio = plain / estimate
+    top = float(ratio.max())
+    if top < 1.01:
+        return
+    factor = _rounded(float(np.median(ratio[ratio > top * 0.998])))
+    declared = {name: table.params.get(name) for name in _LLAMA3_VARIANTS}
+    tries: list[dict[str, float]] = [{"factor": factor}]
+    band = (ratio > 1.002) & (ratio < factor * 0.998)
+    low, high, original = (declared["low_freq_factor"], declared["high_freq_factor"],
+                           declared["original_max_position_embeddings"])
+    if int(band.sum()) >= 2 and factor > 1:
+        smooth = (1 / ratio[band] - 1 / factor) / (1 - 1 / factor)
+        slope, intercept = np.polyfit(plain[band] / (2 * np.pi), smooth, 1)
+        if slope > 0 and isinstance(original, (int, float)):
+            span = float(original) / float(slope)
+            fitted_low = _rounded(-float(intercept) * span)
+            tries.append({"factor": factor, "low_freq_factor": fitted_low,
+                          "high_freq_factor": _rounded(fitted_low + span)})
+        if slope > 0 and isinstance(low, (int, float)) and isinstance(high, (int, float)) and high > low:
+            tries.append({"factor": factor, "original_max_position_embeddings": round(
+                _rounded(float(slope) * (float(high) - float(low))))})
+    found = [{name: value for name, value in changes.items() if declared.get(name) != value} for changes in tries]
+    for changes, differing in sorted(zip(tries, found, strict=True), key=lambda pair: len(pair[1])):
+        # the fewest parameters changed first: (original, low, high) scaled together give one table
+        if not differing or (len(differing) == 1 and "factor" in differing and factor in _LLAMA3_VARIANTS["factor"]):
+            continue  # the declared table, or a fixed variant already tried
+        try:
+            other = table.with_params(**changes)
+        except (ArgumentError, RopekitError):
+            continue
+        said = ", ".join(f"{name} {value:g} (declared {declared.get(name)!r})" for name, value in differing.items())
+        yield Candidate(f"llama3 with {said}, fitted to the served table: the engine's own llama3 parameters, not "
+                        "the checkpoint's", other.inv_freq, other.attention_factor)
+
+
+def _rounded(value: float) -> float:
+    """A fitted parameter as a producer would write it: the nearest integer (or power of two, or
+    quarter) when within 0.5%, else four significant digits."""
+    for step in (1.0, 0.25):
+        nearest = round(value / step) * step
+        if nearest > 0 and abs(nearest - value) <= 5e-3 * abs(value):
+            return float(nearest)
+    return float(f"{value:.4g}")
+
+
 def _width_candidates(table: RopeTable, pairs: int) -> Iterator[Candidate]:
     """A table of ``pairs`` pairs where ``table`` has another number: the rotary width taken
-    from the whole head, or from another partial_rotary_factor."""
+    from the whole head, or from another partial_rotary_factor, with the declared scaling (when
+    it can be built at that width) or without it."""
     theta = table.geometry.theta
-    yield Candidate(f"plain RoPE over rotary_dim {2 * pairs} (declared {table.rotary_dim}: the "
-                    f"partial_rotary_factor {table.geometry.partial_rotary_factor:g} not applied as declared)",
+    why = f"the partial_rotary_factor {table.geometry.partial_rotary_factor:g} not applied as declared"
+    scheme = table._scheme
+    if scheme is not None and table.rope_type != "default":
+        geometry = attrs.evolve(table.geometry, partial_rotary_factor=2 * pairs / table.head_dim)
+        try:
+            built = scheme.build(table.params, geometry, table.seq_len)
+        except (ArgumentError, RopekitError, ValueError, IndexError):  # per-pair factors of the declared width
+            built = None
+        if built is not None and len(built.inv_freq) == pairs:
+            yield Candidate(f"{table.rope_type} over rotary_dim {2 * pairs} (declared {table.rotary_dim}: {why})",
+                            np.asarray(built.inv_freq, dtype=np.float64), built.attention_factor)
+    yield Candidate(f"plain RoPE over rotary_dim {2 * pairs} (declared {table.rotary_dim}: {why})",
                     plain_inv_freq(theta, 2 * pairs, pairs))
 
 
@@ -537,25 +667,76 @@ def _served_as(
     model: ModelRope, declared: RopeTable, served: ServedTable, artifact: ServedArtifact, rtol: float | None,
     detail: dict[str, Any],
 ) -> str:
-    """One line naming what was served instead of ``declared``."""
+    """One line naming what was served instead of ``declared``: a producer's variant as read, else
+    as the cache reads in another column layout (the other pairing, one column per pair), else
+    "unidentified" with the numbers."""
+    if "non_finite" in detail:
+        return "a table holding NaN or infinity"
+    found = _identify(model, declared, served, artifact, rtol, detail)
+    if found is not None:
+        return found + _rule_note(artifact)
+    for layout, relaid in _relaid(served, len(declared.inv_freq)):
+        ok, relaid_detail = _compare(declared, relaid, rtol)
+        what = "the declared table" if ok else None if "non_finite" in relaid_detail else _identify(
+            model, declared, relaid, artifact, rtol, relaid_detail)
+        if what is not None:
+            return f"{what}, {_layout_note(served.layout, layout, declared)}" + _rule_note(artifact)
+    if "length_mismatch" in detail:
+        return f"a table of another width ({detail['length_mismatch']})" + _rule_note(artifact)
+    closest = detail.get("max_rel_diff", detail.get("max_cache_error"))
+    if closest is None:
+        return "an unidentified table holding NaN or infinity" + _rule_note(artifact)
+    return f"an unidentified table (max difference {closest:.3g} from the declared one)" + _rule_note(artifact)
+
+
+_LAYOUT_WORDS = {"neox": "rotate-half (neox)", "gptj": "interleaved (gptj)", "half": "one column per pair (half)"}
+
+
+def _relaid(served: ServedTable, pairs: int) -> Iterator[tuple[str, ServedTable]]:
+    """``served`` (a cache) read in each other column layout that gives ``pairs`` pairs: the other
+    pairing (a dump laid out interleaved read as rotate-half, or the reverse), one column per pair
+    (ExecuTorch's ``freqs_cos`` is ``[positions, pairs]``), or two per pair."""
+    if served.kind != "cache" or served.values.ndim != 2:
+        return
+    columns = served.values.shape[1]
+    for layout in ("neox", "gptj", "half"):
+        if layout == served.layout or (layout != "half" and columns % 2):
+            continue
+        if (columns if layout == "half" else columns // 2) == pairs:
+            yield layout, attrs.evolve(served, layout=layout)
+
+
+def _layout_note(read: str, layout: str, declared: RopeTable) -> str:
+    """Why a cache reads right only in ``layout``, and what to do about it."""
+    if layout == "half" or read == "half":
+        return (f"its columns laid out {_LAYOUT_WORDS[layout]}, not {_LAYOUT_WORDS[read]} as read (ExecuTorch's "
+                f"freqs_cos/freqs_sin are one column per pair): audit it with --layout {layout}")
+    return (f"its channels paired {_LAYOUT_WORDS[layout]}, not {_LAYOUT_WORDS[read]} as read (the model pairs them "
+            f"{_LAYOUT_WORDS[declared.layout]}): audit it with --layout {layout} if the dump is laid out so; a "
+            f"forward that applies it as {read} pairs channels the other way")
+
+
+def _identify(
+    model: ModelRope, declared: RopeTable, served: ServedTable, artifact: ServedArtifact, rtol: float | None,
+    detail: dict[str, Any],
+) -> str | None:
+    """The producer's variant ``served`` is, as read (``None``: none fits)."""
     if "length_mismatch" in detail:
         pairs = _width(served)
         for candidate in _width_candidates(declared, pairs):
             width = RopeTable(declared.layer_type, declared.rope_type, declared.params,
                               attrs.evolve(declared.geometry, partial_rotary_factor=2 * pairs / declared.head_dim),
-                              candidate.inv_freq, declared.attention_factor)
+                              candidate.inv_freq, candidate.magnitude or declared.attention_factor)
             ok, _ = _compare(width, served, rtol)
             if ok:
-                return candidate.description + _rule_note(artifact)
-        return f"a table of another width ({detail['length_mismatch']})"
-    if "non_finite" in detail:
-        return "a table holding NaN or infinity"
+                return candidate.description
+        return None
     served_factor = detail.get("served_attention_factor")
     if served_factor is not None and served_factor != declared.attention_factor:
         ok, _ = _compare(attrs.evolve(declared, attention_factor=float(served_factor)), served, rtol)
         if ok:
             return (f"the declared {declared.rope_type} frequencies with attention factor {served_factor:.6g} "
-                    f"(declared {declared.attention_factor:.6g})" + _rule_note(artifact))
+                    f"(declared {declared.attention_factor:.6g})")
     if served.regime is not None and artifact.kind == "gguf":
         return (f"{declared.rope_type}'s {served.regime} factors at every length up to n_ctx "
                 f"{artifact.engine.get('n_ctx')}: llama.cpp's n_ctx rule (it pads n_ctx to a multiple of 256 and "
@@ -576,13 +757,10 @@ def _served_as(
             ok, _ = _compare(retarget, served, rtol)
             if ok:
                 return f"{candidate.description}, attention factor {served_factor:.6g} (declared " \
-                       f"{declared.attention_factor:.6g})" + _rule_note(artifact)
+                       f"{declared.attention_factor:.6g})"
         if ok:
-            return candidate.description + _rule_note(artifact)
-    closest = detail.get("max_rel_diff", detail.get("max_cache_error"))
-    if closest is None:
-        return "an unidentified table holding NaN or infinity" + _rule_note(artifact)
-    return f"an unidentified table (max difference {closest:.3g} from the declared one)" + _rule_note(artifact)
+            return candidate.description
+    return None
 
 
 def _rule_note(artifact: ServedArtifact) -> str:

@@ -11,7 +11,8 @@ every length), which is exactly what running it at lengths on both sides of the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,10 @@ __all__ = ["DEFAULT_LENGTHS", "graph_rotary", "lengths_for"]
 DEFAULT_LENGTHS: tuple[int, ...] = (64,)
 """Lengths a graph's rotary is evaluated at when the declaration names no switch."""
 _PASS_THROUGH = frozenset({"Cast", "Unsqueeze", "Identity"})
+_LAYER = re.compile(r"(?<![A-Za-z0-9_])layers\.(\d+)(?![0-9])")
+_SCOPES = ("pkg.torch.onnx.name_scopes", "namespace")
+"""Node metadata where ``torch.onnx``'s dynamo exporter records the module a node came from."""
+_LAYER_HOPS = 8
 
 
 def _constant_names(graph: Any) -> set[str]:
@@ -61,6 +66,40 @@ def _pairs(graph: Any) -> list[tuple[str, str]]:
         if node.op_type in ("Cos", "Sin") and node.input:
             by_angle.setdefault(node.input[0], {})[node.op_type] = _applied(node.output[0], consumers, constants)
     return [(found["Cos"], found["Sin"]) for found in by_angle.values() if "Cos" in found and "Sin" in found]
+
+
+def _layer_of(node: Any) -> int | None:
+    """The decoder layer a node belongs to: ``layers.N`` in its name (``/model/layers.0/...``) or
+    in the module scope the exporter recorded in its metadata."""
+    texts = [node.name, *(prop.value for prop in node.metadata_props if prop.key in _SCOPES)]
+    for text in texts:
+        match = _LAYER.search(text)
+        if match is not None:
+            return int(match.group(1))
+    return None
+
+
+def _consuming_layers(tensors: Iterable[str], consumers: Mapping[str, list[Any]]) -> tuple[int, ...]:
+    """The layers whose nodes read ``tensors`` (followed through nodes outside any layer, such as a
+    shared ``Unsqueeze``, a few hops at most); empty when no consumer names its layer."""
+    found: set[int] = set()
+    frontier, seen = list(tensors), set()
+    for _ in range(_LAYER_HOPS):
+        following = []
+        for name in frontier:
+            for node in consumers.get(name, ()):
+                if id(node) in seen:
+                    continue
+                seen.add(id(node))
+                index = _layer_of(node)
+                if index is None:
+                    following.extend(node.output)
+                else:
+                    found.add(index)
+        frontier = following
+        if not frontier:
+            break
+    return tuple(sorted(found))
 
 
 def _cut(graph: Any, outputs: Sequence[str], onnx: Any) -> Any:
@@ -137,6 +176,8 @@ def graph_rotary(model: Any, onnx: Any, where: str, lengths: Sequence[int]) -> t
     except ImportError:
         return [], ("the graph computes its rotary (Cos/Sin nodes) but evaluating it needs onnxruntime: "
                     "pip install 'ropekit[onnx]'")
+    consumers = _consumers(model.graph)
+    layers = [_consuming_layers(pair, consumers) for pair in pairs]
     outputs = [name for pair in pairs for name in pair]
     cut = onnx.helper.make_model(_cut(model.graph, outputs, onnx), opset_imports=list(model.opset_import),
                                  ir_version=model.ir_version)
@@ -161,7 +202,7 @@ def graph_rotary(model: Any, onnx: Any, where: str, lengths: Sequence[int]) -> t
             tables.append(ServedTable(
                 f"{where}: {cos_name} / {pairs[index][1]} evaluated at {length} positions", "cache", rows,
                 str(values[2 * index].dtype), sin=_rows(sin, length), layout=_layout(rows),
-                seq_len=length, angles="float32"))
+                seq_len=length, angles="float32", layers=layers[index]))
     return tables, ""
 
 

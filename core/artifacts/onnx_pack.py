@@ -91,7 +91,11 @@ def read_onnx(path: str, *, graph_lengths: tuple[int, ...] | None = None) -> Ser
         from .onnx_graph import DEFAULT_LENGTHS, graph_rotary
 
         evaluated, reason = graph_rotary(model, onnx, os.path.basename(model_path), graph_lengths or DEFAULT_LENGTHS)
-        if reason and not tables:
+        if reason:  # the graph computes its rotary but it cannot be run: an inv_freq buffer beside it proves nothing
+            if tables:
+                reason += (f" (its {', '.join(table.where for table in tables)} is not audited in its place: the "
+                           "graph serves what it computes, which need not be that buffer)")
+            tables = []
             engine["refused"] = reason
         elif evaluated:  # an exported inv_freq buffer (original_inv_freq, say) need not be what is applied
             tables = evaluated

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..tables.table import ModelRope
-from .served import LayerWiring
+from .served import LayerWiring, RotaryWiring
 
 __all__ = ["cache_layer_type", "judge_wiring", "read_wiring"]
 
@@ -31,6 +31,11 @@ _LAYER = re.compile(r"(?:^|/)layers\.(\d+)/")
 _ATTENTION = frozenset({"GroupQueryAttention", "MultiHeadAttention", "Attention", "SparseAttention",
                         "PagedAttention"})
 _CACHE_LAYER_TYPES = {"global": "full_attention", "local": "sliding_attention"}
+_ROLES = {0: "query", 1: "key"}
+_ROLE_NAMES = {"query": re.compile(r"(?:^|[_/.])q(?:uery)?_?(?:rot|proj)"),
+               "key": re.compile(r"(?:^|[_/.])k(?:ey)?_?(?:rot|proj)")}
+_RESHAPES = frozenset({"Reshape", "Transpose", "Cast", "Identity", "Squeeze", "Unsqueeze"})
+_ROLE_HOPS = 4
 
 
 def _attributes(node: Any, onnx: Any) -> dict[str, Any]:
@@ -41,6 +46,10 @@ def read_wiring(graph: Any, widths: Mapping[str, int], onnx: Any) -> list[LayerW
     """Every attention layer of ``graph`` (the main graph), in index order. ``widths`` maps a cos
     cache's tensor name to its columns (pairs)."""
     layers: dict[int, dict[str, Any]] = {}
+    consumers: dict[str, list[Any]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
     for node in graph.node:
         match = _LAYER.search(node.name)
         if match is None:
@@ -54,12 +63,35 @@ def read_wiring(graph: Any, widths: Mapping[str, int], onnx: Any) -> list[LayerW
         elif node.op_type == "RotaryEmbedding":
             entry = layers.setdefault(index, {"nodes": [], "rotary": []})
             entry["nodes"].append(node.name)
-            entry["rotary"].append((node, attributes))
+            entry["rotary"].append((node, attributes, _role(node, consumers)))
     found = []
     for index in sorted(layers):
         entry = layers[index]
         found.append(_wiring(index, entry, widths))
     return found
+
+
+def _role(node: Any, consumers: Mapping[str, list[Any]]) -> str | None:
+    """What a ``RotaryEmbedding`` rotates: the attention input its output reaches (0 the query, 1
+    the key) through reshapes and casts, else what its name says (``q_rotary``/``k_rotary``)."""
+    frontier, seen = list(node.output[:1]), set()
+    for _ in range(_ROLE_HOPS):
+        following = []
+        for name in frontier:
+            for consumer in consumers.get(name, ()):
+                if consumer.op_type in _ATTENTION:
+                    position = list(consumer.input).index(name)
+                    if position in _ROLES:
+                        return _ROLES[position]
+                elif consumer.op_type in _RESHAPES and id(consumer) not in seen:
+                    seen.add(id(consumer))
+                    following.extend(consumer.output[:1])
+        frontier = following
+    last = node.name.lower().rsplit("/", 2)
+    for role, pattern in _ROLE_NAMES.items():
+        if any(pattern.search(part) for part in last):
+            return role
+    return None
 
 
 def _wiring(index: int, entry: Mapping[str, Any], widths: Mapping[str, int]) -> LayerWiring:
@@ -69,20 +101,26 @@ def _wiring(index: int, entry: Mapping[str, Any], widths: Mapping[str, int]) -> 
         window = attention[1].get("local_window_size")
         sliding = bool(isinstance(window, int) and window > 0)
     nodes = tuple(entry["nodes"])
-    if entry["rotary"]:
-        node, attributes = entry["rotary"][0]
-        cache = node.input[2] if len(node.input) > 2 else None
+    rotaries = []
+    for node, attributes, role in entry["rotary"]:
+        cache = node.input[2] if len(node.input) > 2 and node.input[2] else None
         dim = attributes.get("rotary_embedding_dim") or 0
         if not dim and cache is not None and cache in widths:
             dim = 2 * widths[cache]
-        return LayerWiring(index, True, cache, int(dim) or None, bool(attributes.get("interleaved", 0)), sliding, nodes)
+        rotaries.append(RotaryWiring(node.name, role, cache, int(dim) or None,
+                                     bool(attributes.get("interleaved", 0))))
     if attention is not None:
         node, attributes = attention
-        if attributes.get("do_rotary", 0) and len(node.input) > 8 and node.input[7]:
-            cache = node.input[7]
-            dim = 2 * widths[cache] if cache in widths else None
-            return LayerWiring(index, True, cache, dim, bool(attributes.get("rotary_interleaved", 0)), sliding, nodes)
-    return LayerWiring(index, False, None, None, None, sliding, nodes)
+        if attributes.get("do_rotary", 0):
+            cache = node.input[7] if len(node.input) > 7 and node.input[7] else None
+            dim = 2 * widths[cache] if cache is not None and cache in widths else None
+            rotaries.append(RotaryWiring(node.name, "query and key", cache, dim,
+                                         bool(attributes.get("rotary_interleaved", 0))))
+    if not rotaries:
+        return LayerWiring(index, False, None, None, None, sliding, nodes)
+    first = rotaries[0]
+    return LayerWiring(index, True, first.cache, first.rotary_dim, first.interleaved, sliding, nodes,
+                       tuple(rotaries))
 
 
 def cache_layer_type(cache: str | None) -> str | None:
@@ -98,20 +136,78 @@ def cache_layer_type(cache: str | None) -> str | None:
 def judge_wiring(model: ModelRope, wiring: Iterable[LayerWiring]) -> list[dict[str, Any]]:
     """One record per layer (``index``, ``layer_type``, ``rotates``, ``cache``, ``rotary_dim``,
     ``interleaved``, ``verdict``, ``reason``): ``mismatch`` where the pack's wiring is not the
-    declared per-layer plan, naming the layer and what it does."""
+    declared per-layer plan, naming the layer and what it does. Every rotation of a layer is
+    judged (the query's and the key's); where they differ, the record's ``cache``,
+    ``rotary_dim`` and ``interleaved`` are the first that is not the declared one."""
     records = []
     for layer in wiring:
         layer_type = model.layer_types[layer.index] if layer.index < len(model.layer_types) else None
+        shown = {"cache": layer.cache, "rotary_dim": layer.rotary_dim, "interleaved": layer.interleaved}
         try:
             declared = model.for_layer(layer.index)
         except (IndexError, LookupError) as error:
             verdict, reason = "unknown", f"the declaration cannot say what layer {layer.index} applies: {error}"
         else:
             verdict, reason = _verdict(model, layer, declared, layer_type)
-        records.append({"index": layer.index, "layer_type": layer_type, "rotates": layer.rotates,
-                        "cache": layer.cache, "rotary_dim": layer.rotary_dim, "interleaved": layer.interleaved,
+            if declared is not None:
+                shown = _shown(model, layer, declared)
+        records.append({"index": layer.index, "layer_type": layer_type, "rotates": layer.rotates, **shown,
                         "verdict": verdict, "reason": reason})
     return records
+
+
+def _rotations(layer: LayerWiring) -> tuple[RotaryWiring, ...]:
+    """The layer's rotations (one built from its summary when the wiring was made without them)."""
+    if layer.rotaries or not layer.rotates:
+        return layer.rotaries
+    return (RotaryWiring(layer.nodes[0] if layer.nodes else f"layer {layer.index}", None, layer.cache,
+                         layer.rotary_dim, bool(layer.interleaved)),)
+
+
+def _shown(model: ModelRope, layer: LayerWiring, declared: Any) -> dict[str, Any]:
+    """Per field, the first rotation's value that is not the declared one, else the first's."""
+    shown: dict[str, Any] = {"cache": layer.cache, "rotary_dim": layer.rotary_dim, "interleaved": layer.interleaved}
+    offending: set[str] = set()
+    for rotary in _rotations(layer):
+        for field in _problems(model, rotary, declared).keys() - offending:
+            shown[field] = getattr(rotary, field)
+            offending.add(field)
+    return shown
+
+
+def _problems(model: ModelRope, rotary: RotaryWiring, declared: Any) -> dict[str, str]:
+    """What one rotation does that the declared layer does not, by field (verb phrases)."""
+    problems = {}
+    wired = cache_layer_type(rotary.cache)
+    if wired is not None and len(model.tables) > 1 and wired != declared.layer_type:
+        problems["cache"] = f"reads the {wired} cache {rotary.cache} in a {declared.layer_type} layer"
+    if rotary.rotary_dim is not None and rotary.rotary_dim != declared.rotary_dim:
+        problems["rotary_dim"] = f"rotates {rotary.rotary_dim} channels where the model rotates {declared.rotary_dim}"
+    if rotary.interleaved != (declared.layout == "gptj"):
+        served, wanted = ("interleaved (gptj)", "rotate-half (neox)") if rotary.interleaved else \
+            ("rotate-half (neox)", "interleaved (gptj)")
+        problems["interleaved"] = f"pairs channels {served} where the model pairs them {wanted}"
+    return problems
+
+
+def _subject(rotary: RotaryWiring) -> str:
+    role = f"the {rotary.role}'s rotation" if rotary.role in ("query", "key") else \
+        "its rotation of query and key" if rotary.role else "a rotation"
+    return f"{role} ({rotary.node})"
+
+
+def _coverage(rotations: tuple[RotaryWiring, ...]) -> list[str]:
+    """The query and the key must each be rotated once (checked where every rotation's role is known)."""
+    if any(rotary.role is None for rotary in rotations):
+        return []
+    problems = []
+    for part in ("query", "key"):
+        by = [rotary.node for rotary in rotations if rotary.role is not None and part in rotary.role.split(" and ")]
+        if not by:
+            problems.append(f"its {part} is not rotated (only {', '.join(r.node for r in rotations)} rotates)")
+        elif len(by) > 1:
+            problems.append(f"its {part} is rotated {len(by)} times ({', '.join(by)})")
+    return problems
 
 
 def _verdict(model: ModelRope, layer: LayerWiring, declared: Any, layer_type: str | None) -> tuple[str, str]:
@@ -125,16 +221,23 @@ def _verdict(model: ModelRope, layer: LayerWiring, declared: Any, layer_type: st
         return "match", f"layer {index} applies no RoPE, and the pack rotates nothing"
     if not layer.rotates:
         return "mismatch", f"layer {index} rotates in the model's code ({declared.layer_type}), but the pack does not"
-    problems = []
+    rotations = _rotations(layer)
+    found = [(rotary, _problems(model, rotary, declared)) for rotary in rotations]
+    problems: list[str] = []
+    if len({tuple(wrong.values()) for _, wrong in found}) == 1:  # every rotation alike: say it once
+        wrong = dict(found[0][1])
+        if "cache" in wrong:
+            wrong["cache"] = (f"is a {declared.layer_type} layer wired to the {cache_layer_type(rotations[0].cache)} "
+                              f"cache {rotations[0].cache}")
+        problems.extend(f"it {phrase}" for phrase in wrong.values())
+    else:
+        problems.extend(f"{_subject(rotary)} {phrase}" for rotary, wrong in found for phrase in wrong.values())
+    problems.extend(_coverage(rotations))
+    if len({(r.cache, r.rotary_dim, r.interleaved) for r in rotations}) > 1:
+        problems.append("its rotations disagree (" + "; ".join(
+            f"{rotary.node}: cache {rotary.cache}, {rotary.rotary_dim or '?'} channels, interleaved "
+            f"{int(rotary.interleaved)}" for rotary in rotations) + ")")
     wired = cache_layer_type(layer.cache)
-    if wired is not None and len(model.tables) > 1 and wired != declared.layer_type:
-        problems.append(f"it is a {declared.layer_type} layer wired to the {wired} cache {layer.cache}")
-    if layer.rotary_dim is not None and layer.rotary_dim != declared.rotary_dim:
-        problems.append(f"it rotates {layer.rotary_dim} channels where the model rotates {declared.rotary_dim}")
-    if layer.interleaved is not None and layer.interleaved != (declared.layout == "gptj"):
-        served, wanted = ("interleaved (gptj)", "rotate-half (neox)") if layer.interleaved else \
-            ("rotate-half (neox)", "interleaved (gptj)")
-        problems.append(f"it pairs channels {served} where the model pairs them {wanted}")
     if layer.sliding is not None and len(model.tables) > 1 and layer.sliding != (
             declared.layer_type == "sliding_attention") and wired is None:
         problems.append(f"its attention window says {'sliding' if layer.sliding else 'full'} where the declared "

@@ -55,7 +55,7 @@ EXECUTORCH_NOTE = (
     "without names ropekit can rely on, so ropekit does not read it. Audit the model it was exported from: "
     "ropekit.torch.audit_module(model, CONFIG) on the eager module, or np.save its freqs_cos/freqs_sin buffers "
     "(model.state_dict() or the ExportedProgram's constants) and run ropekit audit CONFIG --served freqs_cos.npy "
-    "--sin freqs_sin.npy"
+    "--sin freqs_sin.npy --layout half (they are [positions, pairs]: one column per pair)"
 )
 """Why a ``.pte`` comes back without tables, and what to audit instead."""
 

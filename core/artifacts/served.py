@@ -22,7 +22,8 @@ from ..errors import ArgumentError
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["MAX_ARRAY_BYTES", "LayerWiring", "ServedArtifact", "ServedTable", "check_regular_file", "half_columns"]
+__all__ = ["MAX_ARRAY_BYTES", "LayerWiring", "RotaryWiring", "ServedArtifact", "ServedTable", "check_regular_file",
+           "half_columns"]
 
 Kind = Literal["inv_freq", "cache"]
 MAX_ARRAY_BYTES = 1 << 30
@@ -59,13 +60,32 @@ class ServedTable:
     axes: tuple[int, ...] | None = None
     """Per cos/sin column (in ``layout``), the position axis observed to drive it (a live
     multimodal module run one axis at a time); ``None``: not observed."""
+    layers: tuple[int, ...] = ()
+    """The layer indices the artifact shows consuming this table (a graph's ``layers.N`` nodes
+    that read an evaluated cos/sin); empty: not known. Audit compares the table with those
+    layers' layer types."""
+
+
+@attrs.frozen
+class RotaryWiring:
+    """One rotation inside a layer: the ``node`` that applies it, what it rotates (``role``:
+    ``query``, ``key``, ``query and key`` for an attention op that rotates both, ``None``: not
+    known), the cos ``cache`` it reads, ``rotary_dim`` (channels) and ``interleaved`` (pairing)."""
+
+    node: str
+    role: str | None
+    cache: str | None
+    rotary_dim: int | None
+    interleaved: bool
 
 
 @attrs.frozen
 class LayerWiring:
     """What one attention layer of a graph applies: ``rotates``, the cos ``cache`` it reads (a
     tensor name), ``rotary_dim`` (channels), ``interleaved`` (pairing), ``sliding`` (a local
-    attention window), and the ``nodes`` the facts were read from."""
+    attention window), and the ``nodes`` the facts were read from. ``cache``, ``rotary_dim`` and
+    ``interleaved`` are the first rotation's; ``rotaries`` has every rotation of the layer (the
+    query's and the key's ``RotaryEmbedding``, an attention op's own), each judged on its own."""
 
     index: int
     rotates: bool
@@ -74,6 +94,7 @@ class LayerWiring:
     interleaved: bool | None = None
     sliding: bool | None = None
     nodes: tuple[str, ...] = ()
+    rotaries: tuple[RotaryWiring, ...] = ()
 
 
 @attrs.frozen

@@ -366,17 +366,32 @@ def _print_scan(rows: list[Any], summary: dict[str, Any]) -> None:
                 parts.append(f"{name}={layer.get('rope_type', 'no RoPE')}")
         return ", ".join(parts) or "-"
 
-    table = [(row.status, row.model_type or "-", types(row), row.path, row.reason) for row in rows]
-    widths = [max([len(heading)] + [len(line[i]) for line in table]) for i, heading in
-              enumerate(("STATUS", "MODEL_TYPE", "LAYERS"))]
-    say(f"{'STATUS':<{widths[0]}}  {'MODEL_TYPE':<{widths[1]}}  {'LAYERS':<{widths[2]}}  PATH")
-    for status, model_type, layers, path, reason in table:
-        say(f"{status:<{widths[0]}}  {model_type:<{widths[1]}}  {layers:<{widths[2]}}  {path}")
-        if reason:
-            say(f"{'':<{widths[0]}}  {reason}")
+    audited = any(row.audit is not None for row in rows)
+    headings = ("STATUS", "MODEL_TYPE", "LAYERS", *(("REPAIRABLE",) if audited else ()))
+    table = [(row.status, row.model_type or "-", types(row), *((_repairable(row),) if audited else ()))
+             for row in rows]
+    widths = [max([len(heading)] + [len(line[i]) for line in table]) for i, heading in enumerate(headings)]
+    say("  ".join(f"{heading:<{width}}" for heading, width in zip(headings, widths, strict=True)) + "  PATH")
+    for row, line in zip(rows, table, strict=True):
+        say("  ".join(f"{cell:<{width}}" for cell, width in zip(line, widths, strict=True)) + f"  {row.path}")
+        if row.reason:
+            say(f"{'':<{widths[0]}}  {row.reason}")
     counts = ", ".join(f"{count} {status}" for status, count in summary["status"].items())
     kinds = ", ".join(f"{name} {count}" for name, count in summary["rope_types"].items())
     say(f"{summary['models']} models: {counts or 'none found'}" + (f"; rope_types: {kinds}" if kinds else ""))
+
+
+def _repairable(row: Any) -> str:
+    """``ropekit scan --audit``'s REPAIRABLE cell: ``yes``/``no`` when every mismatching artifact of
+    the row is / none is repairable by ``ropekit repair``, ``K of N`` when some are, ``-`` when none
+    mismatches."""
+    found = [result["repairable"] for result in (row.audit or {}).values()
+             if isinstance(result, dict) and "repairable" in result]
+    if not found:
+        return "-"
+    if all(found):
+        return "yes"
+    return "no" if not any(found) else f"{sum(map(bool, found))} of {len(found)}"
 
 
 def cmd_plot(args: argparse.Namespace) -> None:

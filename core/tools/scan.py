@@ -5,6 +5,11 @@ snapshot ``models--org--name/snapshots/<rev>/``, a Ryzen AI pack), an ONNX pack 
 (``genai_config.json`` + ``*.onnx``), or a ``.gguf`` file. Each becomes one :class:`ScanRow` with its
 own status; a bad model never stops the scan. Nothing is written anywhere. Directory symlinks are
 not followed (no loops); file symlinks are (the hub cache's blobs).
+
+An ONNX model is paired with the nearest ``config.json`` above it: a model folder's ``.onnx`` files
+and those in its subfolders (``MODEL/onnx/``, onnxruntime-genai's and the hub's layout, up to
+:data:`NESTED_DEPTH` levels, stopping at a folder with a ``config.json`` of its own) are its
+artifacts. A pack given on its own is paired with the ``config.json`` of the folder above it.
 """
 
 from __future__ import annotations
@@ -37,6 +42,10 @@ STATUSES = ("ok", "refused", "unknown_model", "unregistered", "unsupported", "mi
 MAX_ENTRIES = 1_000_000
 """Directory entries looked at before the walk stops with a row saying so (a huge tree, a wrong root)."""
 
+NESTED_DEPTH = 3
+"""How many folder levels below a ``config.json`` its ONNX files are looked for (``onnx/cpu/int4``)."""
+_SKIPPED = ("blobs", "refs", "__pycache__")
+
 
 @attrs.frozen
 class Candidate:
@@ -45,6 +54,8 @@ class Candidate:
     path: str
     kind: str  # "config" (a folder), "config_file", "onnx_pack", "gguf"
     artifacts: tuple[str, ...] = ()
+    config: str | None = None
+    """The ``config.json`` that declares it, when not ``path/config.json`` (a pack below its model folder)."""
 
 
 @attrs.frozen
@@ -58,11 +69,15 @@ class ScanRow:
     reason: str = ""
     artifacts: tuple[str, ...] = ()
     audit: dict[str, Any] | None = None
+    config: str | None = None
+    """The config that declares the model when it is not ``path/config.json``."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``ropekit scan --json`` line for this model."""
         record: dict[str, Any] = {"path": self.path, "status": self.status, "model_type": self.model_type,
                                   "layers": self.layers, "reason": self.reason}
+        if self.config is not None:
+            record["config"] = self.config
         if self.artifacts:
             record["artifacts"] = list(self.artifacts)
         if self.audit is not None:
@@ -96,15 +111,54 @@ def _file_candidate(path: str) -> Candidate | None:
     name = os.path.basename(path)
     if name == "config.json":
         folder = os.path.dirname(path) or "."
-        return Candidate(folder, "config", _artifacts(folder, _listdir(folder)))
+        return Candidate(folder, "config", _artifacts(folder, _listdir(folder)) + _nested_onnx(folder, set(), [
+            MAX_ENTRIES]))
     if name.endswith(".json"):  # a config file named on the command line (no artifacts beside it)
         return Candidate(path, "config_file")
     if name.endswith(".gguf"):
         return Candidate(path, "gguf")
     if name.endswith(".onnx"):
         folder = os.path.dirname(path) or "."
-        return Candidate(folder, "onnx_pack", (path,))
+        return _pack(folder, (path,))
     return None
+
+
+def _pack(folder: str, artifacts: tuple[str, ...]) -> Candidate:
+    """An ONNX pack without a config of its own: paired with the folder above's ``config.json``
+    (``MODEL/onnx/``), else a candidate that is refused by name."""
+    above = os.path.join(os.path.dirname(os.path.abspath(folder)), "config.json")
+    if os.path.isfile(above):
+        return Candidate(folder, "config", artifacts, config=above)
+    return Candidate(folder, "onnx_pack", artifacts)
+
+
+def _nested_onnx(folder: str, claimed: set[str], budget: list[int]) -> tuple[str, ...]:
+    """The ``.onnx`` files in ``folder``'s subfolders, up to :data:`NESTED_DEPTH` levels, in sorted
+    order; a subfolder with its own ``config.json`` is another model and is not entered. Every
+    folder that holds one is added to ``claimed`` (the walk does not report it again)."""
+    found: list[str] = []
+    stack = [(folder, 0)]
+    while stack:
+        current, depth = stack.pop()
+        try:
+            entries = sorted(os.scandir(current), key=lambda entry: entry.name)
+        except OSError:
+            continue
+        budget[0] -= len(entries)
+        if budget[0] < 0:
+            return tuple(found)
+        names = [entry.name for entry in entries]
+        if depth > 0:
+            if "config.json" in names:
+                continue
+            files = _artifacts(current, (name for name in names if name.endswith(".onnx")))
+            if files:
+                claimed.add(current)
+                found.extend(files)
+        if depth < NESTED_DEPTH:
+            stack.extend((entry.path, depth + 1) for entry in reversed(entries) if _is_real_dir(entry)
+                         and not entry.name.startswith(".") and entry.name not in _SKIPPED)
+    return tuple(found)
 
 
 def _listdir(folder: str) -> list[str]:
@@ -143,11 +197,11 @@ def _walk(
         if "config.json" in names:
             if folder not in seen:
                 seen.add(folder)
-                yield Candidate(folder, "config", _artifacts(folder, names))
+                yield Candidate(folder, "config", _artifacts(folder, names) + _nested_onnx(folder, seen, budget))
         elif "genai_config.json" in names and any(name.endswith(".onnx") for name in names):
-            if folder not in seen:
+            if folder not in seen:  # seen: already an artifact of the model folder above it
                 seen.add(folder)
-                yield Candidate(folder, "onnx_pack", _artifacts(folder, names))
+                yield _pack(folder, _artifacts(folder, names))
         else:
             for entry in entries:
                 if entry.name.endswith(".gguf") and _is_file(entry):
@@ -156,7 +210,7 @@ def _walk(
                         seen.add(path)
                         yield Candidate(path, "gguf")
         subfolders = [entry.path for entry in entries if _is_real_dir(entry) and not entry.name.startswith(".")
-                      and entry.name not in ("blobs", "refs", "__pycache__")]
+                      and entry.name not in _SKIPPED]
         stack.extend(reversed(subfolders))
 
 
@@ -235,24 +289,30 @@ def _row(
         return _gguf_row(candidate, audit)
     if candidate.kind == "onnx_pack":
         return ScanRow(candidate.path, "refused", reason="an ONNX pack without config.json: nothing declares its RoPE "
-                       "(put the model's config.json beside it to scan or audit it)", artifacts=candidate.artifacts)
+                       "(put the model's config.json beside it or in the folder above it to scan or audit it)",
+                       artifacts=candidate.artifacts)
     from ..config.source import read_config
     from ..loader import load
 
-    config_path = candidate.path if candidate.kind == "config_file" else os.path.join(candidate.path, "config.json")
+    config_path = candidate.config or (
+        candidate.path if candidate.kind == "config_file" else os.path.join(candidate.path, "config.json"))
     model_type = None
     try:
         config, _ = read_config(config_path)  # parsed once: the mapping is what load() gets
         model_type = _model_type(config)
         model = load(config, strict=strict, registry=registry)
     except UnknownRopeTypeError as error:
-        return ScanRow(candidate.path, "unregistered", model_type, reason=str(error), artifacts=candidate.artifacts)
+        return ScanRow(candidate.path, "unregistered", model_type, reason=str(error), artifacts=candidate.artifacts,
+                       config=candidate.config)
     except UnknownModelTypeError as error:
-        return ScanRow(candidate.path, "unknown_model", model_type, reason=str(error), artifacts=candidate.artifacts)
+        return ScanRow(candidate.path, "unknown_model", model_type, reason=str(error), artifacts=candidate.artifacts,
+                       config=candidate.config)
     except RopeConfigError as error:
-        return ScanRow(candidate.path, "refused", model_type, reason=str(error), artifacts=candidate.artifacts)
+        return ScanRow(candidate.path, "refused", model_type, reason=str(error), artifacts=candidate.artifacts,
+                       config=candidate.config)
     except PluginError as error:
-        return ScanRow(candidate.path, "plugin_error", model_type, reason=str(error), artifacts=candidate.artifacts)
+        return ScanRow(candidate.path, "plugin_error", model_type, reason=str(error), artifacts=candidate.artifacts,
+                       config=candidate.config)
     layers: dict[str, Any] = {}
     for name, table in model.tables.items():
         owner = registry.owner(table.rope_type)
@@ -270,10 +330,10 @@ def _row(
                       f"{', '.join(sorted(supported))})")
     audits: dict[str, Any] | None = None
     if audit and candidate.artifacts:
-        audits, problem = _audit_artifacts(model, candidate.artifacts)
+        audits, problem = _audit_artifacts(model, candidate.artifacts, candidate.path)
         if problem and status == "ok":
             status, reason = "mismatch", problem
-    return ScanRow(candidate.path, status, model_type, layers, reason, candidate.artifacts, audits)
+    return ScanRow(candidate.path, status, model_type, layers, reason, candidate.artifacts, audits, candidate.config)
 
 
 def _model_type(config: Any) -> str | None:
@@ -282,7 +342,10 @@ def _model_type(config: Any) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def _audit_artifacts(model: Any, artifacts: tuple[str, ...]) -> tuple[dict[str, Any], str]:
+def _audit_artifacts(model: Any, artifacts: tuple[str, ...], base: str | None = None) -> tuple[dict[str, Any], str]:
+    """Each artifact audited against ``model``: per path, the verdict, ``served_as``, ``repairable``
+    and the mismatching layers; and one line of problems, each naming its artifact relative to
+    ``base`` (the model's folder; else by its file name)."""
     from ..artifacts.audit import audit_artifact
     from ..artifacts.onnx_graph import lengths_for
     from ..artifacts.read import read_artifact
@@ -292,12 +355,13 @@ def _audit_artifacts(model: Any, artifacts: tuple[str, ...]) -> tuple[dict[str, 
     problems = []
     lengths = lengths_for(table.switch_at for table in model.tables.values())
     for path in artifacts:
+        shown = os.path.relpath(path, base) if base is not None else os.path.basename(path)
         try:
             artifact = read_artifact(path, graph_lengths=lengths)
             report = annotate(model, artifact, audit_artifact(model, artifact))
         except Exception as error:  # one unreadable artifact is this row's problem, not the scan's
             results[path] = {"verdict": "error", "reason": str(error)}
-            problems.append(f"{os.path.basename(path)}: cannot audit: {error}")
+            problems.append(f"{shown}: cannot audit: {error}")
             continue
         served_as = {name: layer["served_as"] for name, layer in report["layers"].items() if "served_as" in layer}
         results[path] = {"verdict": report["verdict"], **({"served_as": served_as} if served_as else {})}
@@ -307,10 +371,10 @@ def _audit_artifacts(model: Any, artifacts: tuple[str, ...]) -> tuple[dict[str, 
         if wrong_layers:
             results[path]["layers"] = wrong_layers
         if report["verdict"] == "no_table":
-            problems.append(f"{os.path.basename(path)}: carries no RoPE table (its runtime builds one)")
+            problems.append(f"{shown}: carries no RoPE table (its runtime builds one)")
         elif report["verdict"] != "match":
             first = next(iter(served_as.items()))
-            problems.append(f"{os.path.basename(path)}: [{first[0]}] serves {first[1]}")
+            problems.append(f"{shown}: [{first[0]}] serves {first[1]}")
     return results, "; ".join(problems)
 
 

@@ -202,3 +202,63 @@ def test_a_table_over_the_whole_head_where_the_model_rotates_part_is_named() -> 
     report = audit_artifact(model, _array(whole))
     assert report["verdict"] == "mismatch"
     assert _layer(report)["served_as"].startswith("plain RoPE over rotary_dim 64 (declared 32")
+
+
+def test_a_dump_in_the_other_pairing_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = ropekit.load(SEED_CONFIG)  # pairs rotate-half (neox)
+    cos, sin = model.table.cos_sin(2048, layout="gptj")  # a correct table, dumped interleaved
+    np.save(tmp_path / "cos.npy", cos)
+    np.save(tmp_path / "sin.npy", sin)
+    assert main(["audit", str(SEED_CONFIG), "--served", str(tmp_path / "cos.npy"), "--sin",
+                 str(tmp_path / "sin.npy"), "--json"]) == 1
+    layer = json.loads(capsys.readouterr().out)["layers"]["full_attention"]
+    assert layer["served_as"] == (
+        "the declared table, its channels paired interleaved (gptj), not rotate-half (neox) as read (the model "
+        "pairs them rotate-half (neox)): audit it with --layout gptj if the dump is laid out so; a forward that "
+        "applies it as neox pairs channels the other way")
+    assert main(["audit", str(SEED_CONFIG), "--served", str(tmp_path / "cos.npy"), "--sin",
+                 str(tmp_path / "sin.npy"), "--layout", "gptj", "--json"]) == 0
+
+
+def test_executorch_buffers_read_with_the_default_layout_name_the_layout_and_the_variant(tmp_path: Path) -> None:
+    """ExecuTorch's freqs_cos/freqs_sin are [positions, pairs]; read as rotate-half they have half
+    the pairs. The variant is named as it reads with --layout half."""
+    model = ropekit.load(SEED_CONFIG)
+    served = model.table.with_params(factor=8.0)  # exported as Llama-3.1
+    cos, sin = cos_sin(served.inv_freq, 1.0, 2048, dtype=np.float32, layout="half")
+    np.save(tmp_path / "freqs_cos.npy", cos)
+    np.save(tmp_path / "freqs_sin.npy", sin)
+    as_neox = read_artifact(tmp_path / "freqs_cos.npy", sin=tmp_path / "freqs_sin.npy")
+    report = audit_artifact(model, as_neox)
+    assert _layer(report)["served_as"].startswith(
+        "llama3 with factor 8 (declared 32.0): the engine's own llama3 factor, not the checkpoint's, its columns "
+        "laid out one column per pair (half), not rotate-half (neox) as read (ExecuTorch's freqs_cos/freqs_sin are "
+        "one column per pair): audit it with --layout half")
+    as_half = read_artifact(tmp_path / "freqs_cos.npy", sin=tmp_path / "freqs_sin.npy", layout="half")
+    assert _layer(audit_artifact(model, as_half))["served_as"].startswith("llama3 with factor 8 (declared 32.0)")
+
+
+@pytest.mark.parametrize(("changes", "named"), [
+    ({"factor": 12.0}, "llama3 with factor 12 (declared 32.0), fitted to the served table"),
+    ({"factor": 12.0, "low_freq_factor": 2.0, "high_freq_factor": 6.0},  # not (1, 4) at another original
+     "llama3 with factor 12 (declared 32.0), low_freq_factor 2 (declared 1.0), high_freq_factor 6 (declared 4.0), "
+     "fitted to the served table"),
+    ({"factor": 8.0, "original_max_position_embeddings": 16384},
+     "llama3 with factor 8 (declared 32.0), original_max_position_embeddings 16384 (declared 8192), fitted"),
+])
+def test_llama3_parameters_are_fitted_when_no_release_has_them(changes: dict[str, float], named: str) -> None:
+    model = ropekit.load(SEED_CONFIG)
+    served = model.table.with_params(**changes)
+    cos, sin = cos_sin(served.inv_freq, 1.0, 4096, dtype=np.float32, layout="half")
+    report = audit_artifact(model, _array(cos, sin=sin, dtype="float32", layout="half"))
+    assert _layer(report)["served_as"].startswith(named)
+
+
+def test_a_scaled_table_over_another_width_keeps_its_scaling_in_the_name() -> None:
+    partial = {"hidden_size": 1024, "num_attention_heads": 16, "partial_rotary_factor": 0.5, "rope_theta": 10000.0,
+               "rope_scaling": {"rope_type": "linear", "factor": 4.0}}
+    model = ropekit.load(partial)  # 16 pairs of linear / 4
+    whole = ropekit.plain_inv_freq(10000.0, 64) / 4.0  # linear over the whole head: 32 pairs
+    report = audit_artifact(model, _array(whole))
+    assert _layer(report)["served_as"] == ("linear over rotary_dim 64 (declared 32: the partial_rotary_factor 0.5 "
+                                           "not applied as declared)")

@@ -166,3 +166,66 @@ def test_nothing_is_written_and_bad_arguments_exit_2(catalogue: Path) -> None:
 def test_find_models_does_not_follow_directory_symlinks(catalogue: Path) -> None:
     found = [candidate.path for candidate in find_models([str(catalogue / "models")])]
     assert len(found) == len(set(found)) == 5
+
+
+def _genai_layout(root: Path, name: str, source: str) -> Path:
+    """``root/name/config.json`` with the pack from ``source`` in ``root/name/onnx/`` (onnxruntime-genai's layout)."""
+    model = root / name
+    shutil.copytree(ARTIFACTS / source, model / "onnx", ignore=shutil.ignore_patterns("config.json", "checkpoint"))
+    shutil.copy(ARTIFACTS / source / "config.json", model / "config.json")
+    return model
+
+
+def test_the_documented_scan_then_repair_flow_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("onnx", reason="the onnx reader extra is not installed")
+    from ropekit.cli.main import main
+
+    model = _genai_layout(tmp_path / "models", "llama-linear", "onnx_llama_linear")
+    monkeypatch.chdir(tmp_path)
+    assert main(["scan", "models/", "--audit", "--json"]) == 1
+    (row, summary) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (row["path"], row["status"], summary["summary"]["models"]) == ("models/llama-linear", "mismatch", 1)
+    assert row["artifacts"] == ["models/llama-linear/onnx/model.onnx"]
+    assert row["audit"]["models/llama-linear/onnx/model.onnx"]["repairable"] is True
+    assert row["reason"] == "onnx/model.onnx: [full_attention] serves plain RoPE, rope_theta 10000 (the linear " \
+                            "scaling dropped)"
+    (tmp_path / "fixed").mkdir()
+    assert main(["repair", "models/llama-linear/config.json", "--served", "models/llama-linear/onnx", "--out",
+                 "fixed/llama-linear"]) == 0
+    assert "repaired: wrote fixed/llama-linear" in capsys.readouterr().out
+    assert main(["audit", str(model / "config.json"), "--served", "fixed/llama-linear", "--json"]) == 0
+
+
+def test_a_pack_scanned_alone_takes_the_config_above_it_and_nested_models_stay_apart(tmp_path: Path) -> None:
+    pytest.importorskip("onnx", reason="the onnx reader extra is not installed")
+    model = _genai_layout(tmp_path, "llama3", "onnx_llama3_fp32")
+    (row,) = list(scan([str(model / "onnx")], audit=True))
+    assert (row.status, row.config, row.path) == ("ok", str(model / "config.json"), str(model / "onnx"))
+    assert row.to_json()["config"] == str(model / "config.json")
+    assert row.audit == {str(model / "onnx" / "model.onnx"): {"verdict": "match"}}
+    other = model / "draft"  # a model of its own below this one: its pack is its own
+    _genai_layout(other, "tiny", "onnx_llama_linear")
+    rows = {row.path: row for row in scan([str(tmp_path)])}
+    assert sorted(rows) == [str(model), str(other / "tiny")]
+    assert rows[str(model)].artifacts == (str(model / "onnx" / "model.onnx"),)
+    assert rows[str(other / "tiny")].artifacts == (str(other / "tiny" / "onnx" / "model.onnx"),)
+    lone = tmp_path / "lone"
+    shutil.copytree(model / "onnx", lone)
+    (refused,) = list(scan([str(lone)]))
+    assert refused.status == "refused" and "config.json beside it or in the folder above it" in refused.reason
+
+
+def test_scan_audit_prints_a_repairable_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("onnx", reason="the onnx reader extra is not installed")
+    from ropekit.cli.main import main
+
+    _genai_layout(tmp_path, "linear", "onnx_llama_linear")
+    _genai_layout(tmp_path, "llama3", "onnx_llama3_fp32")
+    assert main(["scan", str(tmp_path), "--audit"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["STATUS", "MODEL_TYPE", "LAYERS", "REPAIRABLE", "PATH"]
+    assert lines[1].split() == ["mismatch", "llama", "full_attention=linear", "yes", str(tmp_path / "linear")]
+    assert lines[3].split() == ["ok", "llama", "full_attention=llama3", "-", str(tmp_path / "llama3")]
+    assert main(["scan", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split() == ["STATUS", "MODEL_TYPE", "LAYERS", "PATH"]
