@@ -92,8 +92,8 @@ def cmd_inspect(args: argparse.Namespace) -> None:
             shown = f"[{len(value)} values]" if isinstance(value, tuple) else repr(value)
             say(f"  {key} = {shown}")
         if table.mrope_composition:
-            say(f"  multimodal: {table.mrope_axes} position axes, {table.mrope_composition} sections "
-                f"{list(table.mrope_section or ())} (see docs/multimodal.md)")
+            say(f"  multimodal: {table.mrope_axes} position axes, composed as {table.mrope_composition}, "
+                f"mrope_section {list(table.mrope_section or ())} (see docs/multimodal.md)")
         if table.seq_len_dependent:
             say(f"  depends on seq_len: {table.seq_len_rule}")
         freq = table.inv_freq

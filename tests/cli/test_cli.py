@@ -7,8 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import ropekit
 from ropekit.cli import main
 
 from .. import support
@@ -135,3 +137,32 @@ def test_help_wraps_to_the_terminal_width(columns: int) -> None:
     assert done.stderr.strip() == "True"
     if columns == 120:  # the --seq-len help fits on one line at this width
         assert max(map(len, lines)) > 50
+
+
+QWEN25_VL = support.ROOT / "tests" / "data" / "configs" / "published" / "qwen2.5-vl-7b-instruct.json"
+
+
+def test_inspect_names_a_multimodal_composition(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "inspect", str(QWEN25_VL))
+    assert code == 0
+    assert "  multimodal: 3 position axes, composed as sections, mrope_section [16, 24, 24]" in out
+
+
+def test_audit_a_multimodal_models_cache_dump(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    table = ropekit.load(QWEN25_VL).table
+    # a cache at text positions (rows are positions 0..N-1, as a dump of a text prompt's cache is): the declared table
+    cos, sin = table.cos_sin(range(256), dtype=np.float32)
+    np.save(tmp_path / "cos.npy", cos)
+    np.save(tmp_path / "sin.npy", sin)
+    code, out, _ = run(capsys, "audit", str(QWEN25_VL), "--served", str(tmp_path / "cos.npy"), "--sin",
+                       str(tmp_path / "sin.npy"), "--json")
+    assert (code, json.loads(out)["verdict"]) == (0, "match")
+    # the rows an image's patches get (temporal 0, height and width moving) read as text positions: not the table
+    grid = np.arange(256)
+    image = np.stack([np.zeros_like(grid), grid // 16, grid % 16])
+    cos, sin = table.cos_sin(image, dtype=np.float32)
+    np.save(tmp_path / "cos.npy", cos)
+    np.save(tmp_path / "sin.npy", sin)
+    code, out, _ = run(capsys, "audit", str(QWEN25_VL), "--served", str(tmp_path / "cos.npy"), "--sin",
+                       str(tmp_path / "sin.npy"), "--json")
+    assert (code, json.loads(out)["verdict"]) == (1, "mismatch")
