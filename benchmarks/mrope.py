@@ -1,6 +1,6 @@
 """cos/sin at 3-axis (multimodal) positions: ropekit against transformers' own multimodal rotary modules.
 
-    python benchmarks/mrope.py [--sizes 4096,131072] [--repeats 9]
+    python benchmarks/mrope.py [--sizes 4096,131072] [--repeats 15]
 
 For Qwen2.5-VL-7B (consecutive sections [16, 24, 24]) and Qwen3-VL-8B (interleaved [24, 20, 20]),
 head_dim 128, float32, at each size: positions of an image-heavy sequence (text, then 32x32-token
@@ -86,7 +86,7 @@ def transformers_forward(name: str, config: dict[str, Any], positions: np.ndarra
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="4096,131072")
-    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--repeats", type=int, default=15)  # docs/multimodal.md and README: medians of 15
     args = parser.parse_args()
     print(f"cos/sin at 3-axis positions, float32; median of {args.repeats} (us per call)")
     print(f"{'model':14s} {'positions':>9s}  {'what':28s} {'us':>10s} {'x ropekit':>9s} {'max|err|':>9s}")

@@ -6,8 +6,9 @@ multimodal positions (the ``mrope`` facts of ``core/config/transformers_classes.
     python scripts/mrope_golden.py
 
 Per class: its default text config (made consistent where the default cannot run: sections that
-fit its head), positions with different values on every axis (a batch of two), and the module's
-cos/sin (float32, as transformers computes them). The no-torch tests compare ropekit's
+fit its head), positions with different values on every axis (a batch of two, drawn from a
+generator seeded by the model_type, so a new class leaves the others' cases as they are), and the
+module's cos/sin (float32, as transformers computes them). The no-torch tests compare ropekit's
 ``RopeTable.cos_sin`` with this file.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import sys
 import warnings
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,10 @@ CONSISTENT = {
                                        "mrope_section": [8, 12, 12]}},
     "glm4v_moe_text": {"head_dim": 128, "rope_parameters": {
         "rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5, "mrope_section": [8, 12, 12]}},
+    # GLM-Image's text model is GLM-4V's (modular_glm_image.py): its module's own section [8, 12, 12] is 32 pairs,
+    # half of a 128 head
+    "glm_image_text": {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                                           "mrope_section": [8, 12, 12]}},
     "qwen3_omni_moe_text": {"head_dim": 128},
 }
 
@@ -51,8 +57,9 @@ def _fitted(config: dict[str, Any], pairs: int, axes: int) -> dict[str, Any]:
     return config
 
 
-def case(model_type: str, fact: dict[str, Any], rng: np.random.Generator) -> dict[str, Any] | None:
+def case(model_type: str, fact: dict[str, Any]) -> dict[str, Any] | None:
     config_class = CONFIG_MAPPING[model_type]
+    rng = np.random.default_rng([SEED, zlib.crc32(model_type.encode())])
     for rotary in _rotary_modules(config_class):
         built = _built(rotary, config_class)
         if built is None:
@@ -91,13 +98,12 @@ def main() -> int:
     warnings.filterwarnings("ignore")
     transformers.logging.set_verbosity_error()
     facts = json.loads((ROOT / "core" / "config" / "transformers_classes.json").read_text())["classes"]
-    rng = np.random.default_rng(SEED)
     cases = []
     for model_type, entry in sorted(facts.items()):
         fact = entry.get("mrope")
         if fact is None or fact["composition"] == "unknown":
             continue
-        found = case(model_type, fact, rng)
+        found = case(model_type, fact)
         if found is not None:
             cases.append(found)
     OUT.write_text(json.dumps({"transformers": transformers.__version__, "command": "python scripts/mrope_golden.py",

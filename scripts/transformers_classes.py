@@ -205,10 +205,18 @@ def _rotary_modules(config_class: type, *, multimodal: bool = True) -> list[type
         module = sys.modules[model_class.__module__]
     members = [member for _, member in inspect.getmembers(module, inspect.isclass)
                if member.__module__ == module.__name__]
+
+    def text_rotary(member: type) -> bool:
+        """Not an encoder's: an encoder word right before ``RotaryEmbedding`` makes one
+        (``Qwen2VLVisionRotaryEmbedding``; an encoder model's own rotary is its text rotary); a family name
+        holding such a word does not (``GlmImageTextRotaryEmbedding``,
+        ``Granite4VisionTextRotaryEmbedding``, ``HiggsAudioV2RotaryEmbedding``)."""
+        return not re.search(r"(Vision|Visual|Audio|Image|DiT)RotaryEmbedding$", member.__name__)
+
     rotary = [member for member in members
               if (hasattr(member, "recomposition_frequencies") if multimodal else
                   member.__name__.endswith("RotaryEmbedding"))
-              and not re.search(r"Vision|Audio|Visual|DiT|Image", member.__name__)]
+              and text_rotary(member)]
     builders = "\n".join(inspect.getsource(member.__init__) for member in members
                          if getattr(member, "config_class", None) is config_class and "__init__" in vars(member))
     named = [member for member in rotary if re.search(rf"\b{member.__name__}\(", builders)]

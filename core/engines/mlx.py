@@ -222,8 +222,10 @@ _MLX_VLM_MULTIMODAL = {
 ``fused_apply``, takes ``(cos, sin)`` from ``rotary_emb(h, position_ids)`` (rotate-half over the whole
 head) or calls ``rotary_emb.apply_rotary(q, k, position_ids)``, and nothing else of the module."""
 
-_NOT_TEXT = re.compile(r"Vision|Visual|Audio|Image|Patch|CodePredictor")
-"""Rotary modules of encoders and speech heads (2-D patch grids, audio frames), not of the language model."""
+_NOT_TEXT = re.compile(r"(Vision|Visual|Audio|Image|Patch|CodePredictor)RotaryEmbedding$")
+"""Rotary modules of encoders and speech heads (2-D patch grids, audio frames), not of the language model:
+the word right before ``RotaryEmbedding`` (``Glm4vVisionRotaryEmbedding``), as in :mod:`ropekit.engines.torch`;
+a family name holding such a word (``Granite4VisionTextRotaryEmbedding``) is a language model's."""
 
 
 def _qualified(module: Module) -> str:

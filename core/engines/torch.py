@@ -30,6 +30,8 @@ import numpy as np
 
 from ..artifacts.audit import audit_artifact, module_verdicts
 from ..artifacts.served import ServedArtifact, ServedTable
+from ..config.classes import class_facts
+from ..config.source import read_config
 from ..errors import ArgumentError, ArgumentTypeError, MissingDependencyError, PluginError, RopekitError
 from ..host.registry import Registry, default_registry
 from ..loader import load
@@ -206,16 +208,60 @@ def _as_model_rope(config: ConfigLike, registry: Registry | None) -> ModelRope:
                             f"got {type(config).__name__}")
 
 
+def _class_mrope(config: ConfigLike) -> Mapping[str, Any] | None:
+    """The ``mrope`` fact of the class ``config``'s language model runs (its text config's
+    ``model_type``, else the wrapper's default text model, else its own), as :func:`ropekit.load`
+    identifies it; ``None`` for a :class:`~ropekit.ModelRope` (no class named) or a class without one."""
+    if isinstance(config, ModelRope):
+        return None
+    if isinstance(config, (Mapping, str, os.PathLike)):
+        mapping, _ = read_config(config)
+    elif callable(getattr(config, "to_dict", None)):
+        mapping = _config_dict(config)
+    else:
+        return None
+    outer = mapping.get("model_type")
+    text = mapping.get("text_config")
+    model_type = text.get("model_type") if isinstance(text, Mapping) else None
+    if model_type is None and isinstance(outer, str):
+        wrapper = class_facts(outer)
+        model_type = wrapper.text_type if wrapper is not None and wrapper.kind == "composite" else outer
+    facts = class_facts(model_type) if isinstance(model_type, str) else None
+    return facts.mrope if facts is not None else None
+
+
+def _module_layout(config: ConfigLike, rope: ModelRope) -> Layout:
+    """The column form transformers' own rotary module of ``config``'s class emits. A multimodal
+    table: the layout observed on the class's module (its ``mrope`` fact: GLM-4V, GLM-OCR and
+    ERNIE-4.5-VL repeat each pair, ``gptj``; HY-V4-VL's module emits ``neox`` that its attention
+    re-pairs), else the table's own when no class is named. A text table: ``neox``, transformers'
+    rotate-half."""
+    multimodal = [table for table in rope.tables.values() if table.mrope_composition is not None]
+    if not multimodal:
+        return "neox"
+    fact = _class_mrope(config)
+    observed = fact.get("layout") if fact is not None else None
+    if observed == "gptj":
+        return "gptj"
+    return "neox" if observed == "neox" else multimodal[0].layout
+
+
 class RotaryEmbedding(torch.nn.Module):
     """A drop-in for transformers' ``*RotaryEmbedding`` modules, serving ropekit's tables.
 
     ``config`` is a config path, a mapping, a transformers config or a :class:`~ropekit.ModelRope`.
     ``forward(x, position_ids, layer_type=None)`` returns ``(cos, sin)`` of shape
     ``position_ids.shape + (rotary_dim,)`` in ``x``'s dtype and device, attention factor applied,
-    in transformers' rotate-half layout (``layout="gptj"`` for interleaved forwards). A
+    in the column form the class's own rotary module emits: ``layout=None`` (the default) is
+    transformers' rotate-half ``neox`` for a text table and, for a multimodal one, the layout
+    observed on the class's module (``gptj``, each pair repeated, for GLM-4V, GLM-OCR and
+    ERNIE-4.5-VL; the table's own layout when ``config`` is a :class:`~ropekit.ModelRope`, which
+    names no class); give ``layout="gptj"`` or ``"neox"`` to choose. A
     multimodal table (Qwen2-VL, Qwen3-VL, GLM-4V, ERNIE-4.5-VL...) takes ``(axes, batch, seq)``
     position ids and returns ``(batch, seq, rotary_dim)``, each column from its axis, as
-    transformers' multimodal rotary modules do; ``(batch, seq)`` ids are text positions. ``layer_type``
+    transformers' multimodal rotary modules do; ``(batch, seq)`` ids are text positions, and other
+    3-D ids are refused (GLM-Image's text model hands its rotary module rows 1..3 of its 4-row
+    ids: give those). ``layer_type``
     picks the table of a multi-type model (Gemma-3); it may be omitted when there is one table.
     Angles are float64 (see :func:`cos_sin`), so the output is exact to the dtype's rounding at any
     position, where transformers' float32 angles drift.
@@ -231,15 +277,18 @@ class RotaryEmbedding(torch.nn.Module):
     rounds them.
     """
 
-    def __init__(self, config: ConfigLike, *, registry: Registry | None = None, layout: Layout = "neox") -> None:
+    def __init__(
+        self, config: ConfigLike, *, registry: Registry | None = None, layout: Layout | None = None
+    ) -> None:
         super().__init__()
-        if layout not in LAYOUTS:
-            raise ArgumentError("layout", f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
+        if layout is not None and layout not in LAYOUTS:
+            raise ArgumentError("layout", f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)} (or None: the "
+                                "class's own)")
         self.model_rope = _as_model_rope(config, registry)
         if not self.model_rope.tables:
             reason = self.model_rope.no_rope_reason or "no layer type rotates"
             raise ArgumentError("config", f"the model applies no RoPE ({reason})")
-        self.layout: Layout = layout
+        self.layout: Layout = _module_layout(config, self.model_rope) if layout is None else layout
         self.layer_types = tuple(self.model_rope.tables)
         self._tensors: dict[tuple[str, int, str], tuple[torch.Tensor, float]] = {}
 
@@ -284,6 +333,11 @@ class RotaryEmbedding(torch.nn.Module):
         inv_freq, factor = self._frequencies(table, x.device)
         if table.mrope_composition is not None:
             positions = position_ids.to(x.device)
+            if positions.ndim == 3 and positions.shape[0] != table.mrope_axes:
+                raise ArgumentError("position_ids", f"expected ({table.mrope_axes}, batch, seq) multimodal position "
+                                    f"ids or (batch, seq) text positions, got shape {tuple(positions.shape)} "
+                                    f"({positions.shape[0]} rows; GLM-Image's text model hands its rotary module "
+                                    "rows 1..3 of its 4-row ids)")
             if not _multimodal_rows(table, positions):
                 positions = positions.unsqueeze(0).expand(table.mrope_axes, *positions.shape)
             return _mrope_cos_sin(table, inv_freq, positions, x.dtype, self.layout)
@@ -304,13 +358,37 @@ def _stock_tables(module: torch.nn.Module) -> dict[str | None, torch.Tensor]:
     return found
 
 
-_NOT_TEXT = re.compile(r"Vision|Visual|Audio|Image|DiT")
-"""Rotary modules of encoders (2-D patch grids, audio frames), not of the language model."""
+_ENCODER_CLASS = re.compile(r"(Vision|Visual|Audio|Image|DiT|Encoder|Tokenizer)RotaryEmbedding$")
+"""An encoder's rotary class by its name: the word right before ``RotaryEmbedding``
+(``Qwen2VLVisionRotaryEmbedding``, ``PeAudioEncoderRotaryEmbedding``, ``Qwen2_5OmniDiTRotaryEmbedding``).
+A family name holding such a word does not make one: ``Granite4VisionTextRotaryEmbedding``,
+``GlmImageTextRotaryEmbedding`` and ``HiggsAudioV2RotaryEmbedding`` are language models' rotaries."""
+_ENCODER_CONFIG = re.compile(r"vision|visual|audio|video|image|encoder|backbone|vq_|sam_|prompt|mask")
+"""An encoder's config by the key its class is kept under in a composite config (``base_config_key``:
+``vision_config``, ``audio_config``, ``audio_video_config``...)."""
+_ENCODER_PATH = re.compile(r"(visual|vision|audio|image_encoder|video_encoder)[a-z_]*\d*")
+"""A module-path component that is an encoder tower (``model.visual``, ``vision_tower``, ``audio_tower``)."""
 
 
-def _is_stock_rotary(module: torch.nn.Module) -> bool:
+def _is_encoder_rotary(path: str, module: torch.nn.Module) -> bool:
+    """Whether the rotary ``module`` at ``path`` is an encoder's (2-D patch grids, audio frames), not the
+    language model's. A module whose config is a composite's ``text_config``, or whose class is a
+    ``...TextRotaryEmbedding``, is the language model's; otherwise an encoder's config key, an encoder
+    tower in its path, or an encoder word right before ``RotaryEmbedding`` in its class name makes it an
+    encoder's."""
     name = type(module).__name__
-    if isinstance(module, RotaryEmbedding) or not name.endswith("RotaryEmbedding") or _NOT_TEXT.search(name):
+    key = getattr(getattr(module, "config", None), "base_config_key", None)
+    key = key if isinstance(key, str) else ""
+    if key == "text_config" or name.endswith("TextRotaryEmbedding"):
+        return False
+    if _ENCODER_CONFIG.search(key) or _ENCODER_CLASS.search(name):
+        return True
+    return any(_ENCODER_PATH.fullmatch(part) for part in path.split("."))
+
+
+def _is_stock_rotary(path: str, module: torch.nn.Module) -> bool:
+    name = type(module).__name__
+    if isinstance(module, RotaryEmbedding) or not name.endswith("RotaryEmbedding") or _is_encoder_rotary(path, module):
         return False
     if getattr(module, "config", None) is None or not _stock_tables(module):
         return False
@@ -355,7 +433,7 @@ def patch(model: torch.nn.Module, config: ConfigLike | None = None, *, registry:
         raise ArgumentTypeError("model", f"expected a torch.nn.Module, got {type(model).__name__}")
     plan: list[tuple[str, RotaryEmbedding]] = []
     for name, module in model.named_modules():
-        if not _is_stock_rotary(module):
+        if not _is_stock_rotary(name, module):
             continue
         replacement = RotaryEmbedding(module.config if config is None else config, registry=registry)
         stock = _stock_tables(module)
@@ -529,7 +607,7 @@ def _layer_type_of(name: str, rope: ModelRope) -> str | None:
 
 def _served_tables(name: str, module: torch.nn.Module, rope: ModelRope) -> Iterator[ServedTable]:
     """The rotary tables one module holds, by the discovery rules of :func:`audit_module`."""
-    if _NOT_TEXT.search(type(module).__name__):
+    if _is_encoder_rotary(name, module):
         return  # a vision or audio encoder's own rotary: not the language model's
     owner = _layer_type_of(name, rope)
     prefix = f"{name}." if name else ""

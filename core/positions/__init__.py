@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import ArgumentTypeError
 from . import arrays
 from .ernie import ernie4_5_vl_moe
-from .families import FAMILIES, Rule
+from .families import FAMILIES, UNSUPPORTED, Rule
 from .grids import Block, Media, assemble, count_runs, row_runs
 from .qwen import qwen2_5_vl, qwen2_vl, qwen3_vl
 from .settings import Settings, read_settings
@@ -32,7 +32,7 @@ from .token_types import build_token_types
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["EXTRAS", "SUPPORTED", "position_ids"]
+__all__ = ["EXTRAS", "SUPPORTED", "UNSUPPORTED", "position_ids"]
 
 SUPPORTED: Mapping[str, Rule] = MappingProxyType({name: family.rule for name, family in sorted(FAMILIES.items())})
 """Every model_type :func:`position_ids` serves, and the rule its ``get_rope_index`` follows."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-__all__ = ["FAMILIES", "RULES", "Family", "Rule", "TokenTypes"]
+__all__ = ["FAMILIES", "RULES", "UNSUPPORTED", "Family", "Rule", "TokenTypes"]
 
 Rule = Literal["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "ernie4_5_vl_moe"]
 RULES: tuple[Rule, ...] = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "ernie4_5_vl_moe")
@@ -99,3 +99,18 @@ FAMILIES: Mapping[str, Family] = MappingProxyType({
 })
 """Every supported model_type. Families sharing a rule run a ``get_rope_index`` whose code is the
 same as the rule's (checked against transformers 5.24.0's source)."""
+
+UNSUPPORTED: Mapping[str, str] = MappingProxyType({
+    "glm_image": "its get_rope_index lays out image generation: source and target grids split per sample by "
+                 "images_per_sample, and the positions of the grids still to generate cached on the model for "
+                 "decoding",
+    "hunyuan_vl": "its get_rope_index gives one axis per mrope_section entry (the last three: width, height, "
+                  "image index), not (t, h, w)",
+    "hy_v4_vl": "its get_rope_index ends every row of a frame with a newline token and starts each frame in a "
+                "new block",
+    "minicpmv4_7": "its get_rope_index lays image crops out on a canvas from target_sizes, not (t, h, w) grids",
+    "qwen2_5_omni": "its get_rope_index interleaves audio with video (use_audio_in_video, audio_seqlens)",
+    "qwen3_omni_moe": "its get_rope_index interleaves audio with video (use_audio_in_video, audio_seqlens)",
+})
+"""Every other model_type whose transformers 5.24.0 model class has a ``get_rope_index``, and why its
+rule is not implemented: :func:`~ropekit.position_ids` refuses it by name with the reason."""

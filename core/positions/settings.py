@@ -15,7 +15,7 @@ from typing import Any
 
 from ..config.source import read_config
 from ..errors import RopeConfigError
-from .families import FAMILIES, Family
+from .families import FAMILIES, UNSUPPORTED, Family
 
 __all__ = ["Settings", "read_settings"]
 
@@ -51,7 +51,8 @@ def read_settings(source: Mapping[str, Any] | str | os.PathLike[str]) -> Setting
         raise RopeConfigError("model_type", f"{problem}; position ids are computed for: {supported_text()}")
     family = FAMILIES.get(model_type)
     if family is None:
-        raise RopeConfigError("model_type", f"no multimodal position rule for model_type {model_type!r}; "
+        why = f" ({UNSUPPORTED[model_type]}; not implemented)" if model_type in UNSUPPORTED else ""
+        raise RopeConfigError("model_type", f"no multimodal position rule for model_type {model_type!r}{why}; "
                               f"supported: {supported_text()}")
     token_ids = {key: _integer(config, key, default, key) for key, default in family.token_ids.items()}
     vision_config = config.get("vision_config")

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..errors import ArgumentError, ArgumentTypeError
-from .plan import Plan
+from .plan import Plan, max_position
 from .rotary import _checked_out, _out_dtype, cos_sin
 
 if TYPE_CHECKING:
@@ -217,6 +217,9 @@ def mrope_cos_sin(
         cos, sin = both[0], both[1]
     else:
         cos, sin = _checked_out(out, shape, chosen)
+    if rows.shape[1] == 0:  # no positions: no rows, as the text path gives (0, width)
+        return cos, sin
+    rows = _checked_rows(rows, max_position(inv_freq))
     flat_cos, flat_sin = cos.reshape(-1, width), sin.reshape(-1, width)
     half = mapping.half
     if half is None:  # a pair's two halves follow different axes: fill the columns themselves
@@ -235,6 +238,17 @@ def mrope_cos_sin(
             flat_cos[:, 0::2], flat_cos[:, 1::2] = half_cos, half_cos
             flat_sin[:, 0::2], flat_sin[:, 1::2] = half_sin, half_sin
     return cos, sin
+
+
+def _checked_rows(rows: npt.NDArray[Any], limit: int) -> npt.NDArray[np.int64]:
+    """``rows`` as int64 once every position lies in ``[0, limit]`` (compared before the cast: a
+    uint64 cannot wrap); else an error naming the positions given and their axis."""
+    for axis, row in enumerate(rows):
+        low, high = row.min(), row.max()
+        if low < 0 or high > limit:
+            raise ArgumentError("positions", f"positions must lie in [0, {limit}], got {low}..{high} in row {axis} "
+                                f"(of {rows.shape[0]} axes)")
+    return rows.astype(np.int64, copy=False)
 
 
 def _fill_columns(
@@ -342,8 +356,13 @@ def describe_axes(composition: str | None, section: Sequence[int], pairs: int, l
             if candidate.axis.shape == seen.shape and np.array_equal(candidate.axis, seen):
                 if other == composition:
                     return f"sections {list(order)} where the declaration has {list(section)} ({composition})"
-                return (f"{other} sections {list(order)} where the model's code composes {composition} sections "
-                        f"{list(section)}")
+                return (f"{_named(other, order)} where the model's code composes "
+                        f"{_named(composition, section)}")
     counts = {axis: int(np.sum(seen == axis)) for axis in sorted(set(seen.tolist()))}
     return (f"an unidentified composition of the axes (columns per axis: {counts}; declared: {composition} "
             f"{list(section)})")
+
+
+def _named(composition: str, section: Sequence[int]) -> str:
+    """``composition`` sections in words: ``sections [8, 12, 12]``, ``interleaved sections [8, 12, 12]``."""
+    return f"sections {list(section)}" if composition == "sections" else f"{composition} sections {list(section)}"

@@ -1,7 +1,8 @@
-"""Multimodal RoPE in torch, against transformers' own classes: ropekit's rotary module equals every
-multimodal rotary module of the pinned transformers at 3-axis positions, patched tiny Qwen2-VL,
-Qwen2.5-VL and Qwen3-VL models give the stock logits on inputs with an image, and ``audit_module``
-names a swapped, interleaved or text-only composition."""
+"""Multimodal RoPE in torch, against transformers' own classes: ropekit's rotary module, built with
+its defaults, equals every multimodal rotary module of the pinned transformers at 3-axis positions,
+patched tiny Qwen2-VL, Qwen2.5-VL, Qwen3-VL and GLM-Image models give the stock outputs, language
+models whose class names hold "Vision", "Image" or "Audio" are patched and audited, and
+``audit_module`` names a swapped, interleaved or text-only composition."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def _stock_module(case: dict[str, Any]) -> Any:
     for name in dir(module):
         candidate = getattr(module, name)
         if (isinstance(candidate, type) and hasattr(candidate, "recomposition_frequencies")
-                and not any(word in name for word in ("Vision", "Audio", "DiT", "Image"))):
+                and ("TextRotary" in name or not any(word in name for word in ("Vision", "Audio", "DiT", "Image")))):
             try:
                 return candidate(config=config)
             except Exception:  # another sub-model's module
@@ -63,7 +64,8 @@ def test_rotary_module_equals_every_multimodal_class(case: dict[str, Any]) -> No
     typed = [name[: -len("_inv_freq")] for name, _ in stock.named_buffers()
              if name.endswith("_inv_freq") and not name.startswith("original")]
     layer_type = typed[0] if typed else None
-    ours = rt.RotaryEmbedding(case["config"], layout=_stock_layout(stock, layer_type))
+    ours = rt.RotaryEmbedding(case["config"])  # the defaults: the column form the class's module emits
+    assert ours.layout == _stock_layout(stock, layer_type)
     axes = len(case["positions"])
     positions = torch.as_tensor(np.random.default_rng(1).integers(0, 3000, size=(axes, 2, 7)))
     x = torch.zeros(1, dtype=torch.float32)
@@ -74,6 +76,40 @@ def test_rotary_module_equals_every_multimodal_class(case: dict[str, Any]) -> No
     for mine, theirs in zip(got, want, strict=True):
         assert mine.shape == theirs.shape
         assert float((mine.double() - theirs.double()).abs().max()) < tolerance
+
+
+def test_the_default_layout_is_the_stock_modules_for_repeated_pairs() -> None:
+    """GLM-4V, GLM-OCR and ERNIE-4.5-VL's modules repeat each pair (``gptj`` columns); a rotate-half
+    default is ~2 off there."""
+    layouts = {case["model_type"]: rt.RotaryEmbedding(case["config"]).layout for case in GOLDEN}
+    assert {name for name, layout in layouts.items() if layout == "gptj"} == {
+        "glm4v_text", "glm_ocr_text", "ernie4_5_vl_moe_text"}
+    case = next(case for case in GOLDEN if case["model_type"] == "glm4v_text")
+    table = ropekit.load(case["config"]).table
+    assert rt.RotaryEmbedding(ropekit.load(case["config"])).layout == table.layout == "gptj"  # no class: the table's
+    assert rt.RotaryEmbedding(case["config"], layout="neox").layout == "neox"
+    wrapped = {"model_type": "glm4v", "text_config": case["config"]}
+    assert rt.RotaryEmbedding(wrapped).layout == "gptj"
+    assert rt.RotaryEmbedding(transformers.Glm4vTextConfig(**{
+        key: value for key, value in case["config"].items() if key != "model_type"})).layout == "gptj"
+
+
+def test_empty_multimodal_positions_give_empty_rows() -> None:
+    case = next(case for case in GOLDEN if case["model_type"] == "qwen2_5_vl_text")
+    table = ropekit.load(case["config"]).table
+    module = rt.RotaryEmbedding(case["config"])
+    x = torch.zeros(1, dtype=torch.float32)
+    empty = torch.zeros((3, 2, 0), dtype=torch.int64)
+    assert tuple(rt.cos_sin(table, empty)[0].shape) == tuple(module(x, empty)[0].shape) == (2, 0, 128)
+
+
+def test_position_ids_with_another_number_of_rows_are_refused() -> None:
+    """GLM-Image's text model takes 4-row ids and hands its rotary module rows 1..3; 4 rows given to
+    the module are not text positions."""
+    case = next(case for case in GOLDEN if case["model_type"] == "glm_image_text")
+    module = rt.RotaryEmbedding(case["config"])
+    with pytest.raises(ropekit.ArgumentError, match=r"position_ids: expected \(3, batch, seq\).*got shape \(4, 1, 5\)"):
+        module(torch.zeros(1), torch.zeros((4, 1, 5), dtype=torch.int64))
 
 
 def test_torch_cos_sin_equals_numpy_at_three_axis_positions() -> None:
@@ -174,4 +210,88 @@ def test_audit_module_names_interleaved_served_for_consecutive_sections() -> Non
     report = rt.audit_module(model, config.to_dict())
     assert report["verdict"] == "mismatch"
     assert report["layers"]["full_attention"]["served_as"] == (
-        "interleaved sections [8, 12, 12] where the model's code composes sections sections [8, 12, 12]")
+        "interleaved sections [8, 12, 12] where the model's code composes sections [8, 12, 12]")
+
+
+# ---- language models whose class names hold an encoder word -----------------------------------
+
+
+def tiny_glm_image(section: list[int] | None = None) -> tuple[Any, Any]:
+    config = transformers.GlmImageTextConfig(
+        vocab_size=64, hidden_size=128, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=1, max_position_embeddings=4096, pad_token_id=0, eos_token_id=1,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                         "mrope_section": section or [4, 6, 6]})
+    torch.manual_seed(0)
+    return transformers.GlmImageTextModel(config).eval(), config
+
+
+def test_patched_glm_image_text_model_gives_the_stock_outputs() -> None:
+    """GLM-Image's language model (``GlmImageTextRotaryEmbedding``): 3-axis ids, and the 4-row ids
+    its text model takes (row 0 text positions for the mask, rows 1..3 to the rotary module)."""
+    model, config = tiny_glm_image()
+    ids = torch.randint(2, 60, (2, 10))
+    grid = torch.randint(0, 40, (3, 2, 10))
+    four = torch.cat([torch.arange(10).expand(1, 2, 10), grid])
+    with torch.no_grad():
+        stock = [model(input_ids=ids, position_ids=where).last_hidden_state for where in (grid, four)]
+    assert rt.audit_module(model, config.to_dict())["verdict"] == "match"
+    assert rt.patch(model) == ["rotary_emb"]
+    for where, want in zip((grid, four), stock, strict=True):
+        with torch.no_grad():
+            got = model(input_ids=ids, position_ids=where).last_hidden_state
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    model, _ = tiny_glm_image()
+    rt.patch(model, tiny_glm_image(section=[6, 6, 4])[1])
+    with torch.no_grad():
+        swapped = model(input_ids=ids, position_ids=grid).last_hidden_state
+    assert float((swapped - stock[0]).abs().max()) > 1e-4  # the parity above can fail
+
+
+def test_audit_names_swapped_sections_on_glm_image() -> None:
+    model, config = tiny_glm_image()
+    model.rotary_emb.mrope_section = [6, 6, 4]
+    served_as = rt.audit_module(model, config.to_dict())["layers"]["full_attention"]["served_as"]
+    assert served_as == "sections [6, 6, 4] where the declaration has [4, 6, 6] (sections)"
+
+
+def _granite4_vision_text() -> tuple[Any, Any]:
+    config = transformers.Granite4VisionTextConfig(vocab_size=64, hidden_size=128, intermediate_size=64,
+                                                   num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1)
+    return transformers.Granite4VisionTextModel(config).eval(), config
+
+
+def _higgs_audio_v2() -> tuple[Any, Any]:
+    config = transformers.HiggsAudioV2Config(vocab_size=64, hidden_size=128, intermediate_size=64, num_hidden_layers=2,
+                                             num_attention_heads=2, num_key_value_heads=1, head_dim=64, pad_token_id=0,
+                                             audio_num_codebooks=2, audio_codebook_size=16)
+    return transformers.HiggsAudioV2Model(config).eval(), config
+
+
+@pytest.mark.parametrize("build", [_granite4_vision_text, _higgs_audio_v2], ids=["granite4_vision_text", "higgs_audio_v2"])
+def test_a_language_models_rotary_is_served_whatever_its_family_name(build: Any) -> None:
+    """``Granite4VisionTextRotaryEmbedding`` and ``HiggsAudioV2RotaryEmbedding`` are language models'
+    rotaries, not encoders': audited (``match``, not ``no_table``) and patched to the stock outputs."""
+    model, config = build()
+    assert rt.audit_module(model, config.to_dict())["modules"] == {"rotary_emb": "match"}
+    ids = torch.randint(2, 60, (2, 9))
+    with torch.no_grad():
+        stock = model(input_ids=ids).last_hidden_state
+    assert rt.patch(model) == ["rotary_emb"]
+    with torch.no_grad():
+        torch.testing.assert_close(model(input_ids=ids).last_hidden_state, stock, rtol=1e-5, atol=1e-5)
+
+
+def test_encoder_rotaries_are_left_out_by_config_path_or_name() -> None:
+    """A Qwen2-VL vision tower's rotary is the encoder's by its config (``vision_config``), its path
+    (``model.visual``) and its name; a ``text_config`` module or a ``...TextRotaryEmbedding`` is the
+    language model's whatever its family name."""
+    from ropekit.engines.torch import _is_encoder_rotary
+
+    model, _ = tiny("qwen2_vl")
+    vision = model.model.visual.rotary_pos_emb
+    assert _is_encoder_rotary("model.visual.rotary_pos_emb", vision)
+    assert _is_encoder_rotary("rotary_pos_emb", vision)  # a vision tower patched on its own
+    text_model, _ = tiny_glm_image()
+    assert not _is_encoder_rotary("model.language_model.rotary_emb", text_model.rotary_emb)
+    assert _is_encoder_rotary("model.vision_tower.rotary_emb", _higgs_audio_v2()[0].rotary_emb)  # by its path

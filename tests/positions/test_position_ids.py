@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import ropekit
-from ropekit.positions import SUPPORTED
+from ropekit.positions import SUPPORTED, UNSUPPORTED
 from ropekit.positions.families import FAMILIES
 from ropekit.positions.settings import read_settings
 from ropekit.positions.token_types import build_token_types
@@ -263,6 +263,36 @@ def test_a_model_type_without_a_rule_is_refused_naming_the_supported(model_type:
         ropekit.position_ids({"model_type": model_type}, ONE_IMAGE)
     assert caught.value.path == "model_type"
     assert "glm4v" in str(caught.value) and "ernie4_5_vl_moe" in str(caught.value)
+
+
+@pytest.mark.parametrize("model_type", sorted(UNSUPPORTED))
+def test_a_multimodal_family_without_a_rule_is_refused_with_its_reason(model_type: str) -> None:
+    with pytest.raises(ropekit.RopeConfigError) as caught:
+        ropekit.position_ids({"model_type": model_type}, ONE_IMAGE, image_grid_thw=[[1, 4, 4]])
+    assert caught.value.path == "model_type"
+    message = str(caught.value)
+    assert f"model_type {model_type!r} ({UNSUPPORTED[model_type]}; not implemented)" in message
+    assert message.endswith(f"supported: {', '.join(sorted(SUPPORTED))}")
+
+
+def test_the_documented_refusals_are_the_codes() -> None:
+    """docs/positions.md's table of refused families is :data:`UNSUPPORTED`, row for row."""
+    docs = (ROOT / "docs" / "positions.md").read_text(encoding="utf-8")
+    section = docs.split("Families with another rule are refused by name", 1)[1].split("\n\n", 2)[1]
+    rows = dict(re.findall(r"^\| (\w+) \| (.+) \|$", section, flags=re.M)[1:])  # after the header row
+    assert rows == dict(UNSUPPORTED)
+
+
+def test_every_get_rope_index_of_transformers_is_served_or_refused_by_name() -> None:
+    """Every model package of the pinned transformers whose model class has a ``get_rope_index``."""
+    transformers = pytest.importorskip("transformers", reason=REFERENCE_REASON)
+    if transformers.__version__ != GOLDEN["transformers"]:
+        pytest.skip(f"transformers {transformers.__version__} is installed; ropekit follows {GOLDEN['transformers']}")
+    models = Path(transformers.__file__).parent / "models"
+    found = {path.parent.name for path in models.glob("*/modeling_*.py")
+             if "def get_rope_index" in path.read_text(encoding="utf-8")}
+    assert found == set(SUPPORTED) | set(UNSUPPORTED)
+    assert not set(SUPPORTED) & set(UNSUPPORTED)
 
 
 @pytest.mark.parametrize(("config", "path"), [

@@ -4,8 +4,11 @@ of the pinned transformers whose rotary module composes multimodal positions."""
 
 from __future__ import annotations
 
+import doctest
 import json
+import re
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,7 +17,7 @@ import pytest
 import ropekit
 from ropekit.config.classes import class_facts
 from ropekit.config.families import FAMILIES
-from ropekit.tables.mrope import COMPOSITIONS, MropeMap
+from ropekit.tables.mrope import COMPOSITIONS, MropeMap, describe_axes
 from tests.support import DATA, ROOT, SEED_CONFIG
 
 GOLDEN = json.loads((DATA / "golden" / "mrope.json").read_text(encoding="utf-8"))
@@ -47,6 +50,86 @@ def test_golden_covers_every_multimodal_class_and_composition() -> None:
                                                                 "glm4v_text", "ernie4_5_vl_moe_text"}
     seen = {_table(case).mrope_composition for case in CASES.values()}
     assert seen == set(COMPOSITIONS)
+
+
+def _reference_transformers() -> Any:
+    """The pinned transformers, or a skip (these tests read its source)."""
+    transformers = pytest.importorskip("transformers", reason="the reference extra (pip install -e '.[reference]')")
+    if transformers.__version__ != GOLDEN["transformers"]:
+        pytest.skip(f"transformers {transformers.__version__} is installed; the facts are for {GOLDEN['transformers']}")
+    return transformers
+
+
+def _mrope_fact(model_type: str) -> dict[str, Any] | None:
+    """The ``mrope`` fact of ``model_type``, through a wrapper's default text model."""
+    entry = FACTS[model_type]
+    if entry["kind"] == "composite" and entry.get("text_type") in FACTS:
+        entry = FACTS[entry["text_type"]]
+    return entry.get("mrope")  # type: ignore[no-any-return]
+
+
+def _config_classes(folder: str) -> list[tuple[str, type]]:
+    """The configuration classes ``transformers.models.<folder>`` defines, with their model_types
+    (deprecated aliases such as ``Ernie4_5_VL_MoeTextConfig`` too)."""
+    import importlib
+
+    module = importlib.import_module(f"transformers.models.{folder}.configuration_{folder}")
+    found = []
+    for member in vars(module).values():
+        model_type: object = getattr(member, "model_type", None)
+        if isinstance(member, type) and member.__module__ == module.__name__ and isinstance(model_type, str) \
+                and model_type:
+            found.append((model_type, member))
+    return found
+
+
+def _folders_mentioning(prefix: str) -> list[str]:
+    models = Path(_reference_transformers().__file__).parent / "models"
+    return sorted(path.parent.name for path in models.glob(f"*/{prefix}_*.py")
+                  if "mrope_section" in path.read_text(encoding="utf-8"))
+
+
+def test_every_configuration_class_with_mrope_section_is_served_or_refused_by_name() -> None:
+    """Read from transformers' configuration code, not from the facts' own script: every config class
+    whose source mentions ``mrope_section`` has a multimodal fact, served (a composition with a golden
+    case) or refused by name (``unknown``, with its reason)."""
+    import inspect
+
+    mentioning = sorted({model_type for folder in _folders_mentioning("configuration")
+                         for model_type, config_class in _config_classes(folder)
+                         if "mrope_section" in inspect.getsource(config_class)})
+    assert len(mentioning) >= 19 and {"glm_image_text", "ernie4_5_vl_moe_text"} <= set(mentioning)
+    for model_type in mentioning:
+        fact = _mrope_fact(model_type)
+        assert fact is not None, f"{model_type}: its config class reads mrope_section; no mrope fact"
+        if fact["composition"] == "unknown":
+            assert fact["reason"], model_type
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with pytest.raises(ropekit.RopeConfigError, match="has not identified"):
+                    ropekit.load({"model_type": model_type, "hidden_size": 64, "num_attention_heads": 2})
+        else:
+            assert fact["composition"] in COMPOSITIONS and model_type in CASES, model_type
+
+
+def test_every_modeling_file_reading_mrope_section_has_a_multimodal_class() -> None:
+    for folder in _folders_mentioning("modeling"):
+        served = [model_type for model_type, _ in _config_classes(folder) if _mrope_fact(model_type) is not None]
+        assert served, f"{folder}: its modeling code reads mrope_section; no model_type of it has an mrope fact"
+
+
+def test_glm_image_is_served_as_consecutive_sections() -> None:
+    """GLM-Image's language model (``GlmImageTextRotaryEmbedding``: its family name holds "Image")."""
+    config = {"model_type": "glm_image", "text_config": {
+        "model_type": "glm_image_text", "hidden_size": 4096, "num_attention_heads": 32,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}}}
+    table = ropekit.load(config).table  # no warning that the class builds no multimodal module
+    assert (table.mrope_composition, table.mrope_section, table.mrope_axes, table.layout) == (
+        "sections", (8, 12, 12), 3, "neox")
+    t, h, w = 5, 40, 900
+    cos, _ = table.cos_sin(np.array([[t], [h], [w]]), dtype=np.float64)
+    angles = np.concatenate([t * table.inv_freq[:8], h * table.inv_freq[8:20], w * table.inv_freq[20:]])
+    assert np.allclose(cos[0], np.cos(np.concatenate([angles, angles])), atol=1e-12)
 
 
 @pytest.mark.parametrize("model_type", sorted(CASES))
@@ -140,8 +223,43 @@ def test_the_wrong_number_of_axes_is_refused() -> None:
         table.cos_sin(np.zeros((2, 8), dtype=np.int64))
     with pytest.raises(ropekit.ArgumentTypeError, match="integer positions"):
         table.cos_sin(np.zeros((3, 8)))
-    with pytest.raises(ropekit.ArgumentError, match="positions must lie"):
-        table.cos_sin(np.array([[0], [-1], [0]]))
+
+
+@pytest.mark.parametrize(("positions", "shown"), [
+    ([[0, 4], [-1, 7], [0, 0]], "got -1..7 in row 1 (of 3 axes)"),
+    ([[0, 1], [2, 3], [-5, 2**33]], "got -5..8589934592 in row 2 (of 3 axes)"),
+    ([[[0, 2**40]], [[1, 1]], [[0, 0]]], "got 0..1099511627776 in row 0 (of 3 axes)"),
+])
+def test_positions_out_of_range_are_named_as_given(positions: list[Any], shown: str) -> None:
+    table = ropekit.load(QWEN25_VL).table
+    limit = 2**32 - 1
+    with pytest.raises(ropekit.ArgumentError) as caught:
+        table.cos_sin(np.array(positions, dtype=np.int64))
+    assert str(caught.value) == f"positions: positions must lie in [0, {limit}], {shown}"
+    assert "range(" not in str(caught.value)
+
+
+@pytest.mark.parametrize("layout", ["neox", "gptj", "half"])
+@pytest.mark.parametrize("shape", [(3, 0), (3, 2, 0), (3, 0, 5)])
+def test_no_positions_give_no_rows(shape: tuple[int, ...], layout: Any) -> None:
+    """As the text path gives ``(0, width)`` for no positions."""
+    for case in (CASES["qwen2_5_vl_text"], CASES["qwen3_vl_text"], CASES["ernie4_5_vl_moe_text"]):
+        table = _table(case)
+        width = table.rotary_dim // 2 if layout == "half" else table.rotary_dim
+        cos, sin = table.cos_sin(np.zeros(shape, dtype=np.int64), layout=layout)
+        assert cos.shape == sin.shape == (*shape[1:], width) and cos.dtype == np.float32
+        out = (np.empty((*shape[1:], width), np.float64), np.empty((*shape[1:], width), np.float64))
+        filled = table.cos_sin(np.zeros(shape, dtype=np.uint8), layout=layout, dtype=np.float64, out=out)
+        assert filled[0] is out[0] and filled[1] is out[1]
+
+
+def test_served_as_names_each_composition_once() -> None:
+    interleaved = MropeMap("interleaved", (8, 12, 12), 32, "neox").axis
+    consecutive = MropeMap("sections", (8, 12, 12), 32, "neox").axis
+    assert describe_axes("sections", (8, 12, 12), 32, "neox", interleaved.tolist()) == (
+        "interleaved sections [8, 12, 12] where the model's code composes sections [8, 12, 12]")
+    assert describe_axes("interleaved", (8, 12, 12), 32, "neox", consecutive.tolist()) == (
+        "sections [8, 12, 12] where the model's code composes interleaved sections [8, 12, 12]")
 
 
 def test_full_width_sections_have_no_half_cache() -> None:
@@ -208,3 +326,23 @@ def test_every_column_map_is_a_permutation_of_the_text_columns(composition: str)
     mapping = MropeMap(composition, section, 32, "neox")
     assert sorted(mapping.freq.tolist()) == sorted(list(range(32)) * 2)
     assert set(mapping.axis.tolist()) == set(range(mapping.axes))
+
+
+def test_the_documented_example_prints_what_it_shows() -> None:
+    """The worked example of docs/multimodal.md, run as written: every printed output is the real one."""
+    docs = (ROOT / "docs" / "multimodal.md").read_text(encoding="utf-8")
+    block = docs.split("## Worked example", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    example = doctest.DocTestParser().get_doctest(block, {}, "multimodal.md", str(ROOT / "docs" / "multimodal.md"), 0)
+    assert len(example.examples) >= 9 and any("cos[0, 4, [0, 16, 40]]" in step.source for step in example.examples)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    with np.printoptions(legacy=False):
+        result = runner.run(example)
+    assert result.failed == 0
+
+
+def test_the_benchmark_repeats_what_the_docs_say() -> None:
+    benchmark = (ROOT / "benchmarks" / "mrope.py").read_text(encoding="utf-8")
+    default = re.search(r'add_argument\("--repeats", type=int, default=(\d+)\)', benchmark)
+    documented = re.search(r"Medians of\s+(\d+)", (ROOT / "docs" / "multimodal.md").read_text(encoding="utf-8"))
+    assert default is not None and documented is not None
+    assert default.group(1) == documented.group(1)

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -239,6 +240,52 @@ def test_c_reader_composes_multimodal_rows_from_three_position_streams(tmp_path:
         np.testing.assert_allclose(values[:, 1], sin[0], atol=1e-12)
         diffs = [float(row[2]) for row in rows if row[1] == "cache_max_abs_diff"]
         assert diffs == ([] if len(positions) == 3 else [pytest.approx(0.0, abs=3e-7)])
+
+
+GOLDEN_MROPE = {case["model_type"]: case for case in json.loads(
+    (ROOT / "tests" / "data" / "golden" / "mrope.json").read_text(encoding="utf-8"))["cases"]}
+COMPOSED = [
+    ("qwen2_5_vl_text", None), ("qwen2_5_vl_text", "gptj"),  # consecutive sections, rotate-half / interleaved
+    ("glm4v_text", None), ("glm4v_text", "half"),  # consecutive sections, gptj (a partial rotary)
+    ("glm_image_text", None),  # consecutive sections, neox, partial rotary
+    ("qwen3_vl_text", None), ("qwen3_vl_text", "half"),  # interleaved T, H, W
+    ("hy_v4_vl_text", None),  # interleaved, unequal sections
+    ("ernie4_5_vl_moe_text", None), ("ernie4_5_vl_moe_text", "neox"),  # H/W pairs then T
+    ("hunyuan_vl_text", None),  # full width: 4 axes, a pair's halves on different axes
+    ("neomme", None), ("neomme", "half"),  # row/col: 2 axes
+]
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _compiled_reader(tmp_path_factory.mktemp("reader"))
+
+
+@pytest.mark.parametrize(("model_type", "layout"), COMPOSED, ids=[f"{name}-{layout}" for name, layout in COMPOSED])
+def test_c_reader_composes_every_golden_composition(reader: Path, tmp_path: Path, model_type: str,
+                                                    layout: Any) -> None:
+    """The C reader's rows from one position per axis equal ``cos_sin`` on the same positions, for
+    each composition and layout the golden classes use, at several position tuples each."""
+    case = GOLDEN_MROPE[model_type]
+    model = ropekit.load(case["config"])
+    table = model[case["layer_type"]] if case["layer_type"] in model.tables else model.table
+    manifest = export(model, tmp_path / "export", positions=64, layout=layout)
+    record = manifest["layers"][table.layer_type]
+    assert record["mrope"]["composition"] == table.mrope_composition and record["mrope"]["axes"] == table.mrope_axes
+    rng = np.random.default_rng(zlib.crc32(model_type.encode()))
+    golden = np.array(case["positions"])[:, 0, 0]  # a tuple transformers' module was run at
+    tuples = [golden, np.zeros(table.mrope_axes, np.int64), np.arange(table.mrope_axes) * 1000 + 7,
+              *rng.integers(0, 1 << 20, size=(3, table.mrope_axes))]
+    for where in tuples:
+        done = subprocess.run([str(reader), str(tmp_path / "export"), *map(str, where)], capture_output=True,
+                              text=True, check=True)
+        rows = [line.split() for line in done.stdout.splitlines()]
+        values = np.array([[float(row[3]), float(row[4])] for row in rows
+                           if row[0] == table.layer_type and row[1] == "mrope_column"])
+        cos, sin = table.cos_sin(np.asarray(where)[:, None], dtype=np.float64, layout=layout or table.layout)
+        assert values.shape == (cos.shape[1], 2), where
+        np.testing.assert_allclose(values[:, 0], cos[0], atol=1e-12, err_msg=str(where))
+        np.testing.assert_allclose(values[:, 1], sin[0], atol=1e-12, err_msg=str(where))
 
 
 def test_c_reader_refuses_axis_counts_it_cannot_serve(tmp_path: Path) -> None:
