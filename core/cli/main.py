@@ -22,7 +22,7 @@ __all__ = ["main"]
 _FLAGS = {"served": "--served", "sin": "--sin", "layer_type": "--layer-type", "layout": "--layout",
           "positions": "--positions", "seq_len": "--seq-len", "dtype": "--dtype", "directory": "--out",
           "rtol": "--rtol", "n_ctx": "--n-ctx", "paths": "PATH", "supports": "--supports",
-          "path": "--output", "config": "CONFIG", "name": "NAME"}
+          "path": "--output", "config": "CONFIG", "name": "NAME", "out": "--out"}
 """Library argument names, as the command line spells them."""
 
 
