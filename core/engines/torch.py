@@ -38,6 +38,7 @@ from ..loader import load
 from ..tables.plan import max_position
 from ..tables.rotary import LAYOUTS, Layout
 from ..tables.table import ModelRope, RopeTable
+from .torch_positions import audit_position_ids, rope_index_owner
 
 try:
     import torch
@@ -53,6 +54,7 @@ __all__ = [
     "TransformersBridge",
     "TransformersBridgeError",
     "audit_module",
+    "audit_position_ids",
     "cos_sin",
     "patch",
     "register_with_transformers",
@@ -704,7 +706,10 @@ def audit_module(
     :class:`RotaryEmbedding`. A table's layer type comes from its buffer name, else from the layer
     index in the module path (``layers.3``) and the config's ``layer_types``, else from the table
     it matches among those of its width. The result is the ``ropekit audit --json`` document
-    (same verdicts and ``served_as``) plus ``modules``: each module path's verdict. A transformers
+    (same verdicts and ``served_as``) plus ``modules``: each module path's verdict. A multimodal
+    model with a ``get_rope_index`` (and ``config`` not a :class:`~ropekit.ModelRope`) also gets
+    ``position_ids``: :func:`audit_position_ids`, its own position ids against the family's rule
+    (a mismatch there makes the verdict a mismatch). A transformers
     module reports its *current* buffers: after a long sequence, a longrope or dynamic module
     holds the long table, and the audit says so.
     """
@@ -723,5 +728,12 @@ def audit_module(
     document = audit_artifact(rope, artifact) if positions is None else audit_artifact(rope, artifact,
                                                                                      positions=positions)
     document["modules"] = module_verdicts(document, owners)
+    if not isinstance(config, ModelRope) and rope_index_owner(model) is not None and any(
+            table.mrope_composition is not None for table in rope.tables.values()):
+        mapping = _config_dict(config) if callable(getattr(config, "to_dict", None)) else config
+        checked = audit_position_ids(model, mapping)
+        document["position_ids"] = checked
+        if checked["verdict"] == "mismatch":
+            document["verdict"] = "mismatch"
     return document
 

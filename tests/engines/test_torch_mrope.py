@@ -202,6 +202,48 @@ def test_audit_module_on_a_live_multimodal_model() -> None:
     assert served_as.startswith("text positions on every column")
 
 
+@pytest.mark.parametrize("kind", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])
+def test_audit_module_checks_the_models_own_position_ids(kind: str) -> None:
+    model, config = tiny(kind)
+    report = rt.audit_module(model, config.to_dict())
+    checked = report["position_ids"]
+    assert (report["verdict"], checked["verdict"]) == ("match", "match")
+    # the image's 8 merged tokens (a 1 x 4 x 8 patch grid, merge 2: 2 rows of 4) after 3 text tokens
+    assert checked["expected"][1][3:11] == [3, 3, 3, 3, 4, 4, 4, 4]
+    assert checked["expected"][2][3:11] == [3, 4, 5, 6, 3, 4, 5, 6]
+
+
+def test_text_positions_on_media_tokens_from_get_rope_index_are_a_mismatch() -> None:
+    """A model whose get_rope_index lays an image out as text: the table is right, the positions are not."""
+    model, config = tiny("qwen2_5_vl")
+    stock = model.model.get_rope_index
+
+    def as_text(input_ids: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        positions = torch.arange(input_ids.shape[1]).expand(3, *input_ids.shape)
+        return positions, torch.zeros(input_ids.shape[0], 1, dtype=torch.long)
+
+    model.model.get_rope_index = as_text
+    report = rt.audit_module(model, config.to_dict())
+    assert report["verdict"] == "mismatch" and report["modules"] == {"model.language_model.rotary_emb": "match"}
+    assert report["position_ids"]["served_as"] == (
+        "Qwen2_5_VLModel.get_rope_index gives the image's tokens text positions (the same on every axis): their "
+        "height and width positions are not applied")
+
+    def swapped(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        positions, deltas = stock(*args, **kwargs)
+        return positions[[0, 2, 1]], deltas
+
+    model.model.get_rope_index = swapped
+    assert rt.audit_position_ids(model, config.to_dict())["served_as"] == (
+        "Qwen2_5_VLModel.get_rope_index swaps the image's height and width positions")
+
+
+def test_a_text_model_has_no_position_ids_to_check() -> None:
+    model, config = tiny("qwen2_5_vl")
+    assert rt.audit_position_ids(model.model.language_model, config.to_dict()) == {
+        "verdict": "not_applicable", "served_as": "the model has no get_rope_index"}
+
+
 def test_audit_module_names_interleaved_served_for_consecutive_sections() -> None:
     model, config = tiny("qwen2_5_vl")
     qwen3, _ = tiny("qwen3_vl", section=[8, 12, 12])
