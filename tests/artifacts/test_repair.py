@@ -368,15 +368,16 @@ def test_a_repaired_pack_keeps_its_file_modes(tmp_path: Path) -> None:
 
 
 def test_the_copy_is_audited_again_after_the_move(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ropekit.artifacts import repair as repair_module
+    from ropekit.artifacts.repair import files as repair_files
+    from ropekit.artifacts.repair import run as repair_run
 
-    moved = repair_module._publish
+    moved = repair_files.publish
 
     def lossy(moves: list[tuple[str, str]]) -> None:  # a move that lost the external data
         moved(moves)
         os.unlink(moves[0][1])
 
-    monkeypatch.setattr(repair_module, "_publish", lossy)
+    monkeypatch.setattr(repair_run, "publish", lossy)
     source = ARTIFACTS / "onnx_llama_linear" / "model.onnx"
     result = repair(ropekit.load(ARTIFACTS / "onnx_llama_linear" / "config.json"), source, tmp_path / "fixed.onnx")
     assert result.verdict == "not_repairable" and result.out is None
@@ -442,16 +443,16 @@ def test_a_folder_symlink_or_a_fifo_inside_a_pack_is_refused(tmp_path: Path,
 
 def test_an_out_that_appears_meanwhile_is_never_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    from ropekit.artifacts import repair as repair_module
+    from ropekit.artifacts.repair import run as repair_run
 
-    checked = repair_module._verify
+    checked = repair_run._verify
 
     def racing(model: Any, path: str, n_ctx: int | None, what: str) -> None:
         checked(model, path, n_ctx, what)
         if not (tmp_path / "out").exists():  # someone creates --out (empty) while the copy is written
             (tmp_path / "out").mkdir()
 
-    monkeypatch.setattr(repair_module, "_verify", racing)
+    monkeypatch.setattr(repair_run, "_verify", racing)
     assert _cli(str(ARTIFACTS / "onnx_llama_linear"), "--out", str(tmp_path / "out")) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{tmp_path / 'out'} appeared while the copy was written" in err
