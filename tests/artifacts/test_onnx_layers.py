@@ -239,7 +239,9 @@ def _two_rotary_graph(tmp_path: Path, computes: dict[str, str], readers: str) ->
         [helper.make_empty_tensor_value_info(name) for name in outputs], initializers)
     folder = tmp_path / f"gemma3_{readers}"
     folder.mkdir()
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(folder / "model.onnx"))
+    # IR 8 (opset 17): onnxruntime 1.23, the newest for Python 3.10, reads no newer IR than onnx 1.23 writes by default
+    graph_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(graph_model, str(folder / "model.onnx"))
     (folder / "config.json").write_text(json.dumps(GEMMA3))
     return folder
 
