@@ -1,5 +1,5 @@
-"""ONNX packs judged layer by layer, rotary kept in a graph evaluated with onnxruntime, and
-ExecuTorch programs refused by name: on artifacts the real producers made
+"""ONNX packs judged layer by layer and rotary kept in a graph evaluated with onnxruntime: on
+artifacts the real producers made
 (``scripts/generate_artifacts.py``, ``scripts/generate_graph_exports.py``) and on packs edited here
 to wire one thing wrong at a time."""
 
@@ -320,14 +320,3 @@ def test_a_graph_rotary_that_fails_to_run_is_no_table_with_the_error(monkeypatch
     assert report["verdict"] == "no_table"
     assert report["reason"].startswith("the graph's rotary (Cos/Sin nodes) could not be isolated and run: "
                                        "RuntimeError: no kernel for Cos(19) (its inner.model.rotary_emb.")
-
-
-def test_an_executorch_program_is_refused_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    program = tmp_path / "llama.pte"
-    program.write_bytes(b"\x00" * 64)
-    report = audit_artifact(ropekit.load(SMOLLM3 / "config.json"), read_artifact(program))
-    assert report["verdict"] == "no_table" and report["artifact"]["kind"] == "executorch"
-    assert "ExecuTorch program (.pte)" in report["reason"] and "audit_module" in report["request"]
-    assert "--served freqs_cos.npy --sin freqs_sin.npy --layout half (they are [positions, pairs]" in report["reason"]
-    assert main(["audit", str(SMOLLM3 / "config.json"), "--served", str(program), "--json"]) == 1
-    assert json.loads(capsys.readouterr().out)["verdict"] == "no_table"

@@ -42,12 +42,13 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "gguf_smollm3_all_rope": ("not_repairable", "applies no RoPE in llama.cpp"),
     "gguf_llama4_all_rope": ("not_repairable", "applies no RoPE in llama.cpp"),
     "graph_optimum_phi3_longrope": ("not_repairable", "the rotary is computed in the graph"),
+    "pte_llama32_as_llama31": ("not_repairable", "an ExecuTorch program's constants are not rewritten"),
 }
 
 
 def _served(name: str) -> Path:
     folder = ARTIFACTS / name
-    return folder / "model.gguf" if (folder / "model.gguf").exists() else folder
+    return next((folder / file for file in ("model.gguf", "model.pte") if (folder / file).exists()), folder)
 
 
 def _digest(path: Path) -> str:
@@ -56,7 +57,8 @@ def _digest(path: Path) -> str:
 
 
 def _out(tmp_path: Path, name: str) -> Path:
-    return tmp_path / (f"{name}.gguf" if _served(name).suffix == ".gguf" else name)
+    suffix = _served(name).suffix
+    return tmp_path / (f"{name}{suffix}" if suffix in (".gguf", ".pte") else name)
 
 
 def _audit_json(config: Path, served: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
