@@ -2,9 +2,11 @@
 
 A model is a folder holding ``config.json`` (a plain model folder, a Hugging Face hub-cache
 snapshot ``models--org--name/snapshots/<rev>/``, a Ryzen AI pack), an ONNX pack without one
-(``genai_config.json`` + ``*.onnx``), or a ``.gguf`` file. Each becomes one :class:`ScanRow` with its
-own status; a bad model never stops the scan. Nothing is written anywhere. Directory symlinks are
-not followed (no loops); file symlinks are (the hub cache's blobs).
+(``genai_config.json`` + ``*.onnx``), or a ``.gguf`` file; ExecuTorch programs (``.pte``) are
+artifacts of the model whose ``config.json`` is beside or above them, as ONNX models are. Each
+becomes one :class:`ScanRow` with its own status; a bad model never stops the scan. Nothing is
+written anywhere. Directory symlinks are not followed (no loops); file symlinks are (the hub
+cache's blobs).
 
 An ONNX model is paired with the nearest ``config.json`` above it: a model folder's ``.onnx`` files
 and those in its subfolders (``MODEL/onnx/``, onnxruntime-genai's and the hub's layout, up to
@@ -97,7 +99,7 @@ def find_models(paths: Sequence[str], *, on_error: Callable[[str, str], None] | 
         if stat.S_ISREG(info.st_mode):
             candidate = _file_candidate(root)
             if candidate is None:
-                raise ArgumentError("paths", f"{root}: not a config.json, .gguf or .onnx; give a folder to walk")
+                raise ArgumentError("paths", f"{root}: not a config.json, .gguf, .onnx or .pte; give a folder to walk")
             if candidate.path not in seen:
                 seen.add(candidate.path)
                 yield candidate
@@ -117,18 +119,20 @@ def _file_candidate(path: str) -> Candidate | None:
         return Candidate(path, "config_file")
     if name.endswith(".gguf"):
         return Candidate(path, "gguf")
-    if name.endswith(".onnx"):
+    if name.endswith((".onnx", ".pte")):
         folder = os.path.dirname(path) or "."
         return _pack(folder, (path,))
     return None
 
 
 def _pack(folder: str, artifacts: tuple[str, ...]) -> Candidate:
-    """An ONNX pack without a config of its own: paired with the folder above's ``config.json``
-    (``MODEL/onnx/``), else a candidate that is refused by name."""
-    above = os.path.join(os.path.dirname(os.path.abspath(folder)), "config.json")
-    if os.path.isfile(above):
-        return Candidate(folder, "config", artifacts, config=above)
+    """ONNX models or ExecuTorch programs given without their model folder: paired with the
+    ``config.json`` beside them, else the folder above's (``MODEL/onnx/``), else a candidate that is
+    refused by name."""
+    for config in (os.path.join(folder, "config.json"),
+                   os.path.join(os.path.dirname(os.path.abspath(folder)), "config.json")):
+        if os.path.isfile(config):
+            return Candidate(folder, "config", artifacts, config=config)
     return Candidate(folder, "onnx_pack", artifacts)
 
 
@@ -151,7 +155,7 @@ def _nested_onnx(folder: str, claimed: set[str], budget: list[int]) -> tuple[str
         if depth > 0:
             if "config.json" in names:
                 continue
-            files = _artifacts(current, (name for name in names if name.endswith(".onnx")))
+            files = _artifacts(current, (name for name in names if name.endswith((".onnx", ".pte"))))
             if files:
                 claimed.add(current)
                 found.extend(files)
@@ -171,7 +175,7 @@ def _listdir(folder: str) -> list[str]:
 def _artifacts(folder: str, names: Iterable[str]) -> tuple[str, ...]:
     found = []
     for name in names:
-        if name.endswith(".gguf") or (name.endswith(".onnx") and not name.startswith(".")):
+        if name.endswith(".gguf") or (name.endswith((".onnx", ".pte")) and not name.startswith(".")):
             found.append(os.path.join(folder, name))
     return tuple(found)
 

@@ -229,3 +229,14 @@ def test_scan_audit_prints_a_repairable_column(tmp_path: Path, capsys: pytest.Ca
     assert lines[3].split() == ["ok", "llama", "full_attention=llama3", "-", str(tmp_path / "llama3")]
     assert main(["scan", str(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines()[0].split() == ["STATUS", "MODEL_TYPE", "LAYERS", "PATH"]
+
+
+def test_executorch_programs_are_audited_beside_their_config_or_given_alone(tmp_path: Path) -> None:
+    for name in ("pte_llama32_as_llama31", "pte_llama32_export_llm"):
+        shutil.copytree(ARTIFACTS / name, tmp_path / name)
+    rows = {os.path.basename(row.path): row for row in scan([str(tmp_path)], audit=True, jobs=2)}
+    assert rows["pte_llama32_export_llm"].status == "ok"
+    wrong = rows["pte_llama32_as_llama31"]
+    assert wrong.status == "mismatch" and "llama3 with factor 8 (declared 32.0)" in wrong.reason
+    (alone,) = scan([str(tmp_path / "pte_llama32_as_llama31" / "model.pte")], audit=True)
+    assert alone.status == "mismatch" and alone.reason == wrong.reason
