@@ -154,15 +154,16 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     auditor = commands.add_parser(
         "audit", help="Check the table an engine artifact or a forward serves against the one the config declares.",
         description="Check the table an engine artifact or a forward serves against the one the config declares. "
-        "ARTIFACT: an ONNX model or pack directory (onnxruntime-genai), a .gguf (llama.cpp: the table is rebuilt by "
-        "its run-time rules), or a dumped inv_freq / cos cache (.npy, raw .f64/.f32/.f16). Exit 0 match, 1 mismatch "
-        "or no table, 2 invalid input.",
+        "ARTIFACT: an ONNX model or pack directory (onnxruntime-genai, or a graph that keeps its rotary: it is run "
+        "with onnxruntime), a .gguf (llama.cpp: the table is rebuilt by its run-time rules), an ExecuTorch .pte (its "
+        "rope constants, and a .ptd beside it), or a dumped inv_freq / cos cache (.npy, raw .f64/.f32/.f16). Exit 0 "
+        "match, 1 mismatch or no table, 2 invalid input.",
     )
     auditor.add_argument("config", metavar="CONFIG", nargs="?",
                          help="the model's config.json or directory (optional for a .gguf: then it is checked "
                          "against itself for red flags)")
     auditor.add_argument("--served", required=True, metavar="ARTIFACT",
-                         help="ONNX model/pack, .gguf, or .npy/.f64/.f32/.f16 table or cos cache")
+                         help="ONNX model/pack, .gguf, .pte, or .npy/.f64/.f32/.f16 table or cos cache")
     auditor.add_argument("--json", action="store_true", help="machine-readable output")
     auditor.add_argument("--lenient", action="store_true", help=_LENIENT)
     auditor.set_defaults(handler=cmd_audit)
