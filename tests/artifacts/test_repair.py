@@ -495,11 +495,14 @@ def _pack_logits(pack: Path, ids: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     session = onnxruntime.InferenceSession(str(pack / "model.onnx"), providers=["CPUExecutionProvider"])
     feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
     for value in session.get_inputs():
-        if value.name.startswith("past_key_values"):
+        if value.name == "position_ids":  # the DML layout feeds positions (its RotaryEmbedding nodes read them)
+            feeds[value.name] = np.arange(ids.shape[1], dtype=np.int64)[None]
+        elif value.name.startswith("past_key_values"):
             heads, width = value.shape[1], 32
-            feeds[value.name] = np.zeros((1, heads, 0, width), dtype=np.float32)
+            dtype = np.float16 if value.type == "tensor(float16)" else np.float32
+            feeds[value.name] = np.zeros((1, heads, 0, width), dtype=dtype)
     logits: np.ndarray[Any, Any] = session.run(["logits"], feeds)[0]
-    return logits
+    return logits.astype(np.float32)
 
 
 PROOF = {  # pack: (tokens, first compared position), every compared position past the original context
@@ -528,3 +531,23 @@ def test_repaired_packs_give_transformers_logits_where_the_originals_do_not(tmp_
     after = np.abs(_pack_logits(tmp_path / "fixed", ids) - want)[0, first:].max()
     assert after < 1e-5, (before, after)  # float32 noise: the repaired pack is the model
     assert before > 1000 * after and before > 5e-4, (before, after)  # the original is measurably another model
+
+
+def test_a_repaired_nope_layer_gives_transformers_logits_where_the_original_does_not(tmp_path: Path) -> None:
+    """SmolLM3's layer 3 is NoPE; the DML fp16 pack rotates it. Every position but 0 (where the rotation is the
+    identity) is affected, so all 256 rows of the cache are compared, against transformers in float32."""
+    pytest.importorskip("onnxruntime", reason="onnxruntime is not installed: pip install 'ropekit[onnx]'")
+    torch = pytest.importorskip("torch", reason="torch is not installed: pip install 'ropekit[torch]'")
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed")
+    source = ARTIFACTS / "onnx_smollm3_nope_dml"
+    model = ropekit.load(source / "config.json")
+    tokens = model.table.geometry.max_position_embeddings or 0
+    assert tokens == 256 and repair(model, source, tmp_path / "fixed").verdict == "repaired"
+    ids = np.random.default_rng(0).integers(3, 96, size=(1, tokens)).astype(np.int64)
+    reference = transformers.AutoModelForCausalLM.from_pretrained(source / "checkpoint").eval()
+    with torch.no_grad():
+        want = reference(torch.as_tensor(ids)).logits.numpy()
+    before = np.abs(_pack_logits(source, ids) - want)[0].max()
+    after = np.abs(_pack_logits(tmp_path / "fixed", ids) - want)[0].max()
+    assert after < 1e-2, (before, after)  # float16 noise (logits up to ~3.6, a float16 step there is 2e-3)
+    assert before > 20 * after and before > 0.1, (before, after)  # the original rotates a NoPE layer
