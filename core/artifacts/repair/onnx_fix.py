@@ -7,6 +7,7 @@ import os
 import shutil
 from typing import Any
 
+import attrs
 import numpy as np
 
 from ...errors import ArgumentError
@@ -109,7 +110,7 @@ def _plan_wiring(model: ModelRope, artifact: ServedArtifact, graph: Any, plan: R
     """Per mismatching layer: a NoPE layer's rotation removed, a layer moved to its own type's
     cache; anything else (no rotation where one is declared, another width or pairing) refused."""
     from .. import onnx_pack
-    from ..onnx_wiring import cache_layer_type, judge_wiring
+    from ..onnx_wiring import _rotations, cache_layer_type, judge_wiring
 
     if not artifact.wiring:
         return
@@ -141,22 +142,30 @@ def _plan_wiring(model: ModelRope, artifact: ServedArtifact, graph: Any, plan: R
         if not wiring.rotates:
             plan.refuse(owner, f"{entry['reason']}; adding a rotation to a graph is not a safe edit: rebuild the pack")
             continue
-        wired = cache_layer_type(wiring.cache)
-        other_shape = (wiring.rotary_dim is not None and wiring.rotary_dim != declared.rotary_dim) or (
-            wiring.interleaved is not None and wiring.interleaved != (declared.layout == "gptj"))
-        if other_shape or wired is None or wired == declared.layer_type or wiring.cache is None:
-            plan.refuse(owner, f"{entry['reason']}; only removing a rotation or moving a layer to its own layer type's "
-                               "cache is a safe graph edit: rebuild the pack")
+        # every rotation of the layer counts (a query on its own cache, a key on the other type's)
+        rotations = _rotations(wiring)
+        misread = {rotary.cache for rotary in rotations
+                   if rotary.cache is not None and cache_layer_type(rotary.cache) not in (None, declared.layer_type)}
+        refusal = (f"{entry['reason']}; only removing a rotation or moving a layer to its own layer type's cache is a "
+                   "safe graph edit: rebuild the pack")
+        if len(misread) != 1:
+            plan.refuse(owner, refusal)
             continue
+        cache = misread.pop()
         wanted = next((name for name in names if (found := onnx_pack._CACHE.search(name)) is not None
                        and found.group(1) == "cos" and cache_layer_type(name) == declared.layer_type), None)
         if wanted is None:
             plan.refuse(owner, f"{entry['reason']}; the pack has no {declared.layer_type} cache to wire it to: rebuild "
                                "the pack")
             continue
-        plan.wiring.append(WireFix(wiring.index, owner, "rewire", nodes=tuple(wiring.nodes), cache=wiring.cache,
+        moved = [attrs.evolve(rotary, cache=wanted if rotary.cache == cache else rotary.cache) for rotary in rotations]
+        rewired = attrs.evolve(wiring, cache=moved[0].cache, rotaries=tuple(moved))
+        if judge_wiring(model, [rewired])[0]["verdict"] != "match":  # another width, pairing, a missing rotation
+            plan.refuse(owner, refusal)
+            continue
+        plan.wiring.append(WireFix(wiring.index, owner, "rewire", nodes=tuple(wiring.nodes), cache=cache,
                                     wanted=wanted))
-        plan.note(owner, f"layer {wiring.index} is rewired from {wiring.cache} to {wanted}")
+        plan.note(owner, f"layer {wiring.index} is rewired from {cache} to {wanted}")
 
 
 def _int_attribute(node: Any, name: str) -> int:
