@@ -307,7 +307,12 @@ def _print_audit(report: dict[str, Any]) -> None:
     if per_layer:
         say(f"  layers: {len(per_layer) - len(wrong)} of {len(per_layer)} wired as declared")
     for entry in wrong:
-        say(f"  MISMATCH layer {entry['index']} ({entry['layer_type']}): {entry['reason']}")
+        reason = str(entry["reason"])
+        named = f"layer {entry['index']}"
+        if reason.startswith(named + " "):  # the reason's sentence names the layer: the index once, not twice
+            say(f"  MISMATCH ({entry['layer_type']}) {reason}")
+        else:
+            say(f"  MISMATCH {named} ({entry['layer_type']}): {reason.removeprefix(named + ':').strip()}")
     for name, layer in report["layers"].items():
         for table in layer.get("tables", []):
             regime = f" [{table['regime']}]" if table.get("regime") else ""
