@@ -323,6 +323,42 @@ def _neox(model_type: str) -> dict[str, Any]:
             "rope_theta": 50000.0, "use_qkv_bias": False, "hidden_act": "silu"}
 
 
+# --- multimodal (mrope) llama.cpp cases: the text model of a tiny VL checkpoint (vision tower 1 block) ------------
+
+VL_TOKENS = {"vision_start_token_id": 91, "vision_end_token_id": 92, "image_token_id": 93, "video_token_id": 94}
+
+
+def _qwen2vl(model_type: str, section: list[int]) -> dict[str, Any]:
+    """Qwen2-VL / Qwen2.5-VL as hub configs keep them: text keys at top level, ``rope_scaling`` of type mrope; 16
+    rotary pairs cut into ``section`` (llama.cpp: architecture qwen2vl, LLAMA_ROPE_TYPE_MROPE)."""
+    vision: dict[str, Any] = {"depth": 1, "num_heads": 2, "patch_size": 14, "spatial_merge_size": 2,
+                              "temporal_patch_size": 2, "in_chans": 3}
+    if model_type == "qwen2_vl":
+        vision.update(embed_dim=32, hidden_size=64, mlp_ratio=2)
+    else:
+        vision.update(hidden_size=32, intermediate_size=32, out_hidden_size=64, window_size=112,
+                      fullatt_block_indexes=[0], tokens_per_second=2)
+    name = {"qwen2_vl": "Qwen2VLForConditionalGeneration", "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration"}
+    cfg = {"architectures": [name[model_type]], "model_type": model_type, **TINY, **VL_TOKENS,
+           "max_position_embeddings": 256, "rope_theta": 1000000.0, "use_sliding_window": False,
+           "rope_scaling": {"type": "mrope", "mrope_section": section}, "vision_config": vision}
+    cfg.pop("head_dim")  # Qwen2-VL derives it (hidden_size / heads = 32)
+    return cfg
+
+
+def _qwen3vl(section: list[int]) -> dict[str, Any]:
+    """Qwen3-VL as its hub config keeps it (a ``text_config``), interleaved mrope over 16 pairs (llama.cpp: qwen3vl,
+    LLAMA_ROPE_TYPE_IMROPE)."""
+    text = {**{k: v for k, v in TINY.items() if k != "tie_word_embeddings"}, "model_type": "qwen3_vl_text",
+            "max_position_embeddings": 256, "rope_theta": 5000000.0,
+            "rope_scaling": {"rope_type": "default", "mrope_section": section, "mrope_interleaved": True}}
+    vision = {"depth": 1, "hidden_size": 32, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": 64,
+              "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2, "in_channels": 3,
+              "num_position_embeddings": 16, "deepstack_visual_indexes": []}
+    return {"architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl", **VL_TOKENS,
+            "tie_word_embeddings": True, "text_config": text, "vision_config": vision}
+
+
 QWEN2_YARN_CONFIG: dict[str, Any] = {
     # Qwen2.5-7B-Instruct with the yarn block its model card tells users to add.
     "architectures": ["Qwen2ForCausalLM"],
@@ -485,6 +521,15 @@ CASES: list[Case] = [
          "rope_parameters (KeyError: 'rotary_pct'); see gguf_gptneox_keys"),
     Case("gguf_gptneox_keys", "gguf-writer", _neox("gpt_neox"), "GPT-NeoX metadata exactly as its converter writes "
          "it (no rope.freq_base): written with GGUFWriter because the converter fails under transformers 5"),
+    Case("gguf_qwen2vl_sections", "llama.cpp", _qwen2vl("qwen2_vl", [4, 6, 6]), "Qwen2-VL text model, mrope "
+         "sections [4, 6, 6] (llama.cpp qwen2vl: consecutive sections)", ["--outtype", "f16"]),
+    Case("gguf_qwen2vl_qwen25", "llama.cpp", _qwen2vl("qwen2_5_vl", [2, 7, 7]), "Qwen2.5-VL text model, mrope "
+         "sections [2, 7, 7] (converted to llama.cpp's qwen2vl)", ["--outtype", "f16"]),
+    Case("gguf_qwen2vl_qwen3vl", "llama.cpp", _qwen3vl([6, 5, 5]), "Qwen3-VL text model, interleaved sections "
+         "[6, 5, 5] (llama.cpp qwen3vl: imrope)", ["--outtype", "f16"]),
+    Case("gguf_qwen2vl_qwen3vl_fourth", "llama.cpp", _qwen3vl([8, 4, 4]), "Qwen3-VL, interleaved sections [8, 4, 4]: "
+         "llama.cpp's imrope puts pairs 13 and 14 on its 4th position stream (0 for text tokens)",
+         ["--outtype", "f16"]),
 ]
 
 
@@ -564,7 +609,12 @@ def build_checkpoint(case: Case, sp_model: Path, work: Path) -> Path:
     (ckpt / "config.json").write_text(json.dumps(case.config, indent=2) + "\n")
     config = AutoConfig.from_pretrained(ckpt)
     torch.manual_seed(SEED)
-    model = AutoModelForCausalLM.from_config(config, torch_dtype=torch.float32)
+    if "vision_config" in case.config:  # a vision-language checkpoint: its conditional-generation class
+        from transformers import AutoModelForImageTextToText
+
+        model = AutoModelForImageTextToText.from_config(config, torch_dtype=torch.float32)
+    else:
+        model = AutoModelForCausalLM.from_config(config, torch_dtype=torch.float32)
     tmp = work / "hf" / f"{case.name}.save"
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
@@ -1111,6 +1161,27 @@ def measure_gguf_layers(case: Case, dest: Path) -> dict[str, Any]:
             "tensor_count": len(tensors), "transformers_layers": layers, "transformers_tables": tables}
 
 
+MROPE_CASES = {"gguf_qwen2vl_sections", "gguf_qwen2vl_qwen25", "gguf_qwen2vl_qwen3vl", "gguf_qwen2vl_qwen3vl_fourth"}
+
+
+def measure_gguf_mrope(case: Case, dest: Path) -> dict[str, Any]:
+    """A multimodal text model's GGUF: its rope keys (``rope.dimension_sections`` among them) and what transformers'
+    config class declares (its text config's rope parameters). Which pair follows which position stream in llama.cpp
+    is ropekit's audit (tests/artifacts/test_gguf_rules.py)."""
+    from transformers import AutoConfig
+
+    kv, tensors = gguf_fields(dest / "model.gguf")
+    arch = kv["general.architecture"]
+    rope_kv = {k: (v if not isinstance(v, float) else round(v, 7)) for k, v in kv.items()
+               if ".rope." in k or k.endswith((".context_length", ".attention.key_length", ".block_count"))}
+    cfg = AutoConfig.from_pretrained(dest)
+    text = cfg.get_text_config()
+    rope = dict(text.rope_parameters)
+    return {"arch": arch, "rope_kv": rope_kv, "rope_tensors": sorted(n for n in tensors if n.startswith("rope_")),
+            "tensor_count": len(tensors), "transformers_rope_parameters": rope,
+            "transformers_head_dim": getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads}
+
+
 # ----------------------------------------------------------------------------------------------------------------
 
 
@@ -1206,6 +1277,8 @@ def main(argv: list[str] | None = None) -> int:
                 (dest / "config.json").write_text(json.dumps(case.config, indent=2) + "\n")
                 if case.producer == "ort-genai":
                     measured = measure_onnx(case, dest)
+                elif case.name in MROPE_CASES:
+                    measured = measure_gguf_mrope(case, dest)
                 elif case.name in PER_LAYER_CASES:
                     measured = measure_gguf_layers(case, dest)
                 else:

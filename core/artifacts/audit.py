@@ -400,7 +400,7 @@ def _composition_served(table: RopeTable, served: ServedTable) -> str | None:
     assert served.axes is not None
     layout = served.layout if served.layout in ("neox", "gptj", "half") else table.layout
     return describe_axes(table.mrope_composition, table.mrope_section or (), len(table.inv_freq), layout,
-                         served.axes)
+                         served.axes, names=served.axis_names)
 
 
 def _engine_comparisons(table: RopeTable, artifact: ServedArtifact) -> list[tuple[str, RopeTable]]:

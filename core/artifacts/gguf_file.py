@@ -17,7 +17,11 @@ by name: the artifact then holds no table). The rules below follow llama.cpp's s
   the ``yarn_log_multiplier`` ratio (deepseek2, mistral3), corrected per layer by ggml's
   ``1 + 0.1 ln(1 / freq_scale)``: the file's ``yarn_attn_factor`` is overwritten;
 * longrope's long factors are used when the allocated context, padded to a multiple of 256, exceeds
-  ``original_context_length``, for every position, whatever the sequence length.
+  ``original_context_length``, for every position, whatever the sequence length;
+* multimodal architectures (qwen2vl, qwen3vl, qwen3vlmoe) rotate the same frequencies, each pair by
+  one of four position streams chosen by ``rope.dimension_sections`` (a required key: four
+  integers, or one broadcast to four) and the architecture's composition
+  (:func:`~ropekit.artifacts.llama_cpp.mrope_streams`); the table carries that map as ``axes``.
 
 The artifact holds one table per base/scale set (``global``, and ``swa`` when SWA layers rotate
 with their own); ``engine["layers"]`` says, per layer, whether it rotates and with which set.
@@ -32,7 +36,16 @@ import numpy as np
 
 from ..contract.scheme import plain_inv_freq
 from ..errors import ArgumentError, MissingDependencyError
-from .llama_cpp import ARCHITECTURES, LLAMA_CPP_SOURCE, Arch, LayerPlan, layer_plan, unknown_architecture
+from .llama_cpp import (
+    ARCHITECTURES,
+    LLAMA_CPP_SOURCE,
+    MROPE_SOURCE,
+    Arch,
+    LayerPlan,
+    layer_plan,
+    mrope_streams,
+    unknown_architecture,
+)
 from .served import ServedArtifact, ServedTable, check_regular_file
 
 __all__ = ["read_gguf"]
@@ -175,7 +188,8 @@ class _Reader:
             sets["swa"] = (self.base, 1.0, 0.0, 1.0)
         elif rules.swa is not None and swa_rotates and rules.swa.per_layer:
             sets["swa"] = (base_swa, scale_swa, ext, attn)
-        tables = tuple(self._table(name, *values, n_rot=n_rot, freq_factors=freq_factors, regime=regime)
+        axes, mrope = self._mrope(rules, n_rot) if rules.mrope is not None else (None, None)
+        tables = tuple(self._table(name, *values, n_rot=n_rot, freq_factors=freq_factors, regime=regime, axes=axes)
                        for name, values in sets.items())
         self._notes(rules, plan)
         engine = {**self._engine(), "block_count": n_layer, "rules_source": f"{rules.source} ({LLAMA_CPP_SOURCE})",
@@ -186,6 +200,8 @@ class _Reader:
             engine.update(freq_base_swa=base_swa, freq_scale_swa=scale_swa)
         if plan.notes:
             engine["layout"] = list(plan.notes)
+        if mrope is not None:
+            engine["mrope"] = mrope
         return ServedArtifact(self.path, "gguf", tables, producer="llama.cpp (GGUF)", rules=tuple(self.rules),
                               flags=tuple(self.flags), engine=engine)
 
@@ -203,6 +219,39 @@ class _Reader:
                            "rotary_dim": n_rot if rotates else None, "interleaved": not rules.neox,
                            **({"why": why} if why else {})})
         return layers
+
+    def _mrope(self, rules: Arch, n_rot: int) -> tuple[tuple[int, ...], dict[str, Any]]:
+        """The position stream of each pair, from ``rope.dimension_sections`` as the loader reads it
+        (``get_key_or_arr(..., 4, true)``) and ``ggml_rope_multi`` applies it."""
+        assert rules.mrope is not None
+        key = f"{self.arch}.rope.dimension_sections"
+        value = self.keys.get("rope.dimension_sections")
+        if value is None:
+            raise ArgumentError("served", f"{self.path}: no {key}; llama.cpp's {self.arch} loader requires it (key not "
+                                "found in model)")
+        raw = value if isinstance(value, list) else [value] * 4
+        if len(raw) != 4 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0
+                                    for v in raw):
+            raise ArgumentError("served", f"{self.path}: {key} is {value!r}; llama.cpp loads four non-negative "
+                                "integers (or one, copied to all four)")
+        sections = tuple(int(v) for v in raw)
+        total = sum(sections)
+        if not any(sections[:3]) or total > n_rot:
+            raise ArgumentError("served", f"{self.path}: {key} {list(sections)} (sum {total}) with {n_rot} rotary "
+                                "channels: ggml_rope_multi aborts (it needs a non-zero first three sections summing to "
+                                "at most the head size)")
+        streams = mrope_streams(rules.mrope, sections, n_rot // 2)
+        mode = "imrope" if rules.mrope == "interleaved" else "mrope"
+        fourth = [pair for pair, stream in enumerate(streams) if stream == 3]
+        kind = "interleaved" if rules.mrope == "interleaved" else "consecutive"
+        self.rules.append(f"llama.cpp {mode} ({kind} sections {list(sections)}): each pair rotates by one of "
+                          f"four position streams ({MROPE_SOURCE}); the fourth is 0 for text tokens")
+        if total != n_rot // 2:
+            self.flags.append(f"{key} {list(sections)} sums to {total}, not the {n_rot // 2} rotary pairs: ggml "
+                              "repeats the section pattern every sum(sections) pairs")
+        info = {"mode": mode, "composition": rules.mrope, "sections": list(sections), "streams": 4,
+                "pair_streams": streams, "fourth_stream_pairs": fourth}
+        return tuple(streams), info
 
     def _swa_base_scale(self, rules: Arch) -> tuple[float, float]:
         spec = rules.swa
@@ -283,7 +332,7 @@ class _Reader:
         return defaults
 
     def _table(self, name: str, base: float, scale: float, ext: float, attn: float, *, n_rot: int, freq_factors: Any,
-               regime: str | None) -> ServedTable:
+               regime: str | None, axes: tuple[int, ...] | None = None) -> ServedTable:
         """One base/scale set's table: ggml's rope_yarn with these arguments."""
         inv_freq = plain_inv_freq(base, n_rot) / freq_factors
         magnitude = attn
@@ -299,7 +348,9 @@ class _Reader:
             inv_freq = inv_freq * scale
         where = (f"{self.path} ({self.arch}: the {name} layers' table, freq_base {base:g}, freq_scale {scale:g}, "
                  "rebuilt from its keys by llama.cpp's rules)")
-        return ServedTable(where, "inv_freq", inv_freq, "float32", magnitude=magnitude, regime=regime, angles="exact")
+        names = ("temporal", "height", "width", "llama.cpp's fourth position stream (0 for text tokens)")
+        return ServedTable(where, "inv_freq", inv_freq, "float32", magnitude=magnitude, regime=regime, angles="exact",
+                           axes=axes, axis_names=names if axes is not None else ())
 
     def _notes(self, rules: Arch, plan: LayerPlan) -> None:
         tensors = self.tensors

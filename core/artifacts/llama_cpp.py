@@ -5,7 +5,10 @@ Read from the llama.cpp copy vendored in the llama-cpp-python 0.3.36 sdist
 ``get_rope_freq_base``/``get_rope_freq_scale``: SWA layers use the ``_swa`` values),
 ``src/models/<arch>.cpp`` (each architecture's ``load_arch_hparams`` and graph: which layers call
 ``ggml_rope_ext`` and with which base, scale and frequency factors), ``src/llama-hparams.cpp``
-(``set_swa_pattern``, ``n_rot(il)``) and ``src/llama-context.cpp`` (the YaRN magnitude).
+(``set_swa_pattern``, ``n_rot(il)``) and ``src/llama-context.cpp`` (the YaRN magnitude). The
+multimodal architectures (qwen2vl, qwen3vl, qwen3vlmoe) call ``ggml_rope_multi`` with
+``rope.dimension_sections``; which pair follows which of the four position streams is
+``ggml_mrope_cache_init`` in ``ggml/src/ggml-cpu/ops.cpp`` (:func:`mrope_streams`).
 
 :data:`ARCHITECTURES` holds one :class:`Arch` per ``general.architecture`` the audit knows; any
 other architecture is refused by name (:func:`unknown_architecture`), never judged by Llama's
@@ -19,7 +22,8 @@ from typing import Any, Literal
 
 import attrs
 
-__all__ = ["ARCHITECTURES", "LLAMA_CPP_SOURCE", "Arch", "LayerPlan", "Swa", "layer_plan", "unknown_architecture"]
+__all__ = ["ARCHITECTURES", "LLAMA_CPP_SOURCE", "MROPE_SOURCE", "Arch", "LayerPlan", "Swa", "layer_plan",
+           "mrope_streams", "unknown_architecture"]
 
 LLAMA_CPP_SOURCE = "llama.cpp as vendored in llama-cpp-python 0.3.36"
 """The source the rules below were read from."""
@@ -62,7 +66,10 @@ class Arch:
     the file's beta keys (``None``: 32/1 whatever the file says); ``ext_attn``: it reads
     ``yarn_ext_factor`` and ``yarn_attn_factor``; ``log_mul``: it reads ``yarn_log_multiplier``,
     divided by this; ``head_rot``: the loader refuses an ``n_rot`` other than the head size;
-    ``not_written``: RoPE facts the converter never writes (what llama.cpp then assumes).
+    ``not_written``: RoPE facts the converter never writes (what llama.cpp then assumes);
+    ``mrope``: the graph rotates with ``ggml_rope_multi`` over ``rope.dimension_sections``
+    (``sections``: LLAMA_ROPE_TYPE_MROPE, consecutive sections; ``interleaved``:
+    LLAMA_ROPE_TYPE_IMROPE), NEOX pairs, the key required by the loader.
     """
 
     name: str
@@ -76,6 +83,7 @@ class Arch:
     log_mul: float | None = None
     head_rot: bool = False
     not_written: tuple[str, ...] = ()
+    mrope: Literal["sections", "interleaved"] | None = None
 
 
 @attrs.frozen
@@ -149,8 +157,47 @@ ARCHITECTURES: dict[str, Arch] = dict((
           not_written=("sliding_window_pattern (4)", "rope.scaling.type is written as none: scale 1")),
     _arch("olmo2", "olmo2", True, swa=Swa(4, when="window", scale="one", per_layer=False, plain=True)),
     _arch("exaone4", "exaone4", True, factors=True, rotates="swa", swa=Swa(4, when="layers64", per_layer=False)),
+    # multimodal: ggml_rope_multi over rope.dimension_sections (llama_model_rope_type: MROPE / IMROPE)
+    _arch("qwen2vl", "qwen2vl", True, head_rot=True, mrope="sections"),
+    _arch("qwen3vl", "qwen3vl", True, head_rot=True, mrope="interleaved"),
+    _arch("qwen3vlmoe", "qwen3vlmoe", True, head_rot=True, mrope="interleaved"),
 ))
 """Every architecture the audit rebuilds per layer; the rest are refused by name."""
+
+
+MROPE_SOURCE = ("ggml_mrope_cache_init (ggml/src/ggml-cpu/ops.cpp; rope_multi in ggml-cuda/rope.cu agrees), text "
+                "positions from llm_graph_input_pos::set_input (src/llama-graph.cpp)")
+"""Where :func:`mrope_streams` and the text-token positions were read."""
+
+
+def mrope_streams(composition: str, sections: tuple[int, ...], pairs: int) -> list[int]:
+    """Per rotary pair, the position stream ggml's ``ggml_rope_multi`` rotates it by (0 temporal,
+    1 height, 2 width, 3 the fourth stream), from the file's four ``sections``.
+
+    ``sector = pair % sum(sections)``; consecutive (MROPE): ``sector < s0`` temporal, then
+    ``s1`` height, ``s2`` width pairs, the rest the fourth stream; interleaved (IMROPE): sectors
+    ``1 mod 3`` below ``3 * s1`` height, ``2 mod 3`` below ``3 * s2`` width, ``0 mod 3`` below
+    ``3 * s0`` temporal, every other sector the fourth stream. For a text token llama.cpp sets the
+    first three streams to its position and the fourth to 0 (a pair on it does not rotate).
+    """
+    total = sum(sections)
+    s0, s1, s2 = sections[0], sections[1], sections[2]
+    streams = []
+    for pair in range(pairs):
+        sector = pair % total
+        if composition == "interleaved":
+            if sector % 3 == 1 and sector < 3 * s1:
+                stream = 1
+            elif sector % 3 == 2 and sector < 3 * s2:
+                stream = 2
+            elif sector % 3 == 0 and sector < 3 * s0:
+                stream = 0
+            else:
+                stream = 3
+        else:
+            stream = 0 if sector < s0 else 1 if sector < s0 + s1 else 2 if sector < s0 + s1 + s2 else 3
+        streams.append(stream)
+    return streams
 
 
 def unknown_architecture(arch: str) -> str:

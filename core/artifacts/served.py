@@ -60,6 +60,8 @@ class ServedTable:
     axes: tuple[int, ...] | None = None
     """Per cos/sin column (in ``layout``), the position axis observed to drive it (a live
     multimodal module run one axis at a time); ``None``: not observed."""
+    axis_names: tuple[str, ...] = ()
+    """Names of the position axes ``axes`` counts (empty: temporal, height, width...)."""
     layers: tuple[int, ...] = ()
     """The layer indices the artifact shows consuming this table (a graph's ``layers.N`` nodes
     that read an evaluated cos/sin); empty: not known. Audit compares the table with those

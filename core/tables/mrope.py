@@ -328,10 +328,12 @@ def _segments(columns: npt.NDArray[np.intp], where: npt.NDArray[np.intp]) -> lis
 
 
 def describe_axes(composition: str | None, section: Sequence[int], pairs: int, layout: str,
-                  observed: Sequence[int]) -> str | None:
+                  observed: Sequence[int], *, names: Sequence[str] = ()) -> str | None:
     """What a module whose columns follow the ``observed`` axes serves, in words, when that is not
     the declared composition (``None``: it is). Tried: text positions on every column, another
-    composition of the same sections, the same composition with the sections reordered."""
+    composition of the same sections, the same composition with the sections reordered; columns
+    on an axis the declaration does not have are named first (``names``: what each observed axis
+    is, for such an axis)."""
     seen = np.asarray(observed)
     if composition is None:
         if seen.size and np.all(seen == 0):
@@ -343,6 +345,8 @@ def describe_axes(composition: str | None, section: Sequence[int], pairs: int, l
     if seen.size and np.all(seen == 0):
         return ("text positions on every column: the temporal axis drives them all, so image and video tokens get "
                 f"no height/width positions (declared: {composition} sections {list(section)})")
+    if seen.shape == declared.axis.shape and seen.size and int(seen.max()) >= declared.axes:
+        return _foreign_axes(composition, section, pairs, layout, seen, declared, names)
     import itertools
 
     for other in COMPOSITIONS:
@@ -361,6 +365,28 @@ def describe_axes(composition: str | None, section: Sequence[int], pairs: int, l
     counts = {axis: int(np.sum(seen == axis)) for axis in sorted(set(seen.tolist()))}
     return (f"an unidentified composition of the axes (columns per axis: {counts}; declared: {composition} "
             f"{list(section)})")
+
+
+_AXIS_NAMES = ("temporal", "height", "width")
+
+
+def _foreign_axes(composition: str, section: Sequence[int], pairs: int, layout: str, seen: npt.NDArray[Any],
+                  declared: MropeMap, names: Sequence[str]) -> str:
+    """Columns on axes the declared composition does not have: which, where the model's code puts
+    them, and what the other columns do."""
+    parts = []
+    for axis in sorted({int(a) for a in seen[seen >= declared.axes]}):
+        columns = np.flatnonzero(seen == axis)
+        owners = sorted({int(declared.axis[c]) for c in columns})
+        name = names[axis] if axis < len(names) else f"position axis {axis}"
+        wanted = " and ".join(_AXIS_NAMES[o] if o < len(_AXIS_NAMES) else f"axis {o}" for o in owners)
+        label = "pairs" if layout == "half" else "columns"
+        parts.append(f"{label} {columns.tolist()} follow {name} where the model's code gives them the {wanted} axis")
+    rest = np.where(seen >= declared.axes, declared.axis, seen)
+    other = describe_axes(composition, section, pairs, layout, [int(a) for a in rest])
+    if other is not None:
+        parts.append(f"and the other columns: {other}")
+    return "; ".join(parts) + f" (declared: {_named(composition, section)})"
 
 
 def _named(composition: str, section: Sequence[int]) -> str:

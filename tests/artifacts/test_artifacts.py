@@ -51,6 +51,11 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "gguf_gpt_oss_yarn": ("mismatch", "yarn with truncation"),
     "gguf_stablelm_base": ("mismatch", "plain RoPE at the file's freq_base 10000"),
     "gguf_gptneox_keys": ("mismatch", "plain RoPE at the file's freq_base 10000"),
+    # multimodal llama.cpp architectures (tests/artifacts/test_gguf_rules.py has the per-pair position streams)
+    "gguf_qwen2vl_sections": ("match", ""),
+    "gguf_qwen2vl_qwen25": ("match", ""),
+    "gguf_qwen2vl_qwen3vl": ("match", ""),
+    "gguf_qwen2vl_qwen3vl_fourth": ("mismatch", "pairs [13, 14] follow llama.cpp's fourth position stream"),
     # per-layer wiring of ONNX packs (tests/artifacts/test_onnx_layers.py has the per-layer expectations)
     "onnx_smollm3_nope_dml": ("mismatch", "layer 3 applies no RoPE in the model's code"),
     # rotary kept in the graph, evaluated with onnxruntime (at 64 positions here: past Phi-3's switch at 32)

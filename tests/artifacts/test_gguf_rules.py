@@ -259,3 +259,99 @@ def test_invalid_per_layer_keys_are_refused_by_name(tmp_path: Path) -> None:
     for name, (key, keys) in bad.items():
         with pytest.raises(ropekit.ArgumentError, match=key.replace(".", r"\.")):
             read_artifact(_write(tmp_path / f"{name}.gguf", "llama", keys))
+
+
+# --- multimodal architectures: ggml_rope_multi over rope.dimension_sections ---------------------------------------
+
+# artifact: (llama.cpp mode, the file's sections, each pair's position stream)
+MROPE_FILES: dict[str, tuple[str, list[int], list[int]]] = {
+    "gguf_qwen2vl_sections": ("mrope", [4, 6, 6, 0], [0] * 4 + [1] * 6 + [2] * 6),
+    "gguf_qwen2vl_qwen25": ("mrope", [2, 7, 7, 0], [0] * 2 + [1] * 7 + [2] * 7),
+    "gguf_qwen2vl_qwen3vl": ("imrope", [6, 5, 5, 0], [0, 1, 2] * 5 + [0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MROPE_FILES))
+def test_a_converted_multimodal_checkpoint_audits_as_match(name: str) -> None:
+    mode, sections, streams = MROPE_FILES[name]
+    artifact = read_artifact(ARTIFACTS / name / "model.gguf")
+    assert artifact.engine["mrope"] == {"mode": mode, "composition": "interleaved" if mode == "imrope" else "sections",
+                                        "sections": sections, "streams": 4, "pair_streams": streams,
+                                        "fourth_stream_pairs": []}
+    assert artifact.tables[0].axes == tuple(streams)
+    report = _audit(name)
+    assert report["verdict"] == "match"
+    (table,) = report["layers"]["full_attention"]["tables"]
+    assert table["composition"] == "match" and table["comparisons"][0]["max_rel_diff"] < 1e-6
+    assert report["artifact"]["layers"][0]["interleaved"] is False  # NEOX pairs
+    json.dumps(report, allow_nan=False)
+
+
+def test_qwen3vl_sections_that_leave_pairs_to_the_fourth_stream_are_a_mismatch() -> None:
+    """llama.cpp's imrope sends a sector that no T/H/W cycle covers to its 4th stream (0 for text tokens);
+    transformers' interleaved composition gives it the temporal axis."""
+    artifact = read_artifact(ARTIFACTS / "gguf_qwen2vl_qwen3vl_fourth" / "model.gguf")
+    assert artifact.engine["mrope"]["fourth_stream_pairs"] == [13, 14]
+    report = _audit("gguf_qwen2vl_qwen3vl_fourth")
+    assert report["verdict"] == "mismatch"
+    assert report["layers"]["full_attention"]["served_as"] == (
+        "pairs [13, 14] follow llama.cpp's fourth position stream (0 for text tokens) where the model's code gives "
+        "them the temporal axis (declared: interleaved sections [8, 4, 4])")
+    assert report["artifact"]["layers"][0]["verdict"] == "mismatch"
+
+
+def test_llama_cpp_pair_streams_for_the_shipped_sections() -> None:
+    from ropekit.artifacts.llama_cpp import mrope_streams
+
+    qwen2vl = mrope_streams("sections", (16, 24, 24, 0), 64)
+    assert qwen2vl == [0] * 16 + [1] * 24 + [2] * 24
+    qwen3vl = mrope_streams("interleaved", (24, 20, 20, 0), 64)  # Qwen3-VL's default sections
+    assert [pair for pair, stream in enumerate(qwen3vl) if stream == 3] == [61, 62]
+    assert qwen3vl[:6] == [0, 1, 2, 0, 1, 2] and qwen3vl[60] == 0 and qwen3vl[63] == 0
+    assert mrope_streams("sections", (2, 1, 1, 0), 8) == [0, 0, 1, 2] * 2  # ggml repeats the pattern
+    assert mrope_streams("sections", (2, 1, 1, 2), 6) == [0, 0, 1, 2, 3, 3]
+
+
+def _set_sections(path: Path, arch: str, sections: list[int]) -> None:
+    """Rewrite the four ``rope.dimension_sections`` values of ``path`` in place (gguf's memory-mapped reader)."""
+    field = gguf.GGUFReader(str(path), "r+").fields[f"{arch}.rope.dimension_sections"]
+    for index, value in zip(field.data, sections, strict=True):
+        field.parts[index][0] = value
+
+
+def test_swapped_sections_are_a_mismatch_naming_them(tmp_path: Path) -> None:
+    path = tmp_path / "swapped.gguf"
+    path.write_bytes((ARTIFACTS / "gguf_qwen2vl_sections" / "model.gguf").read_bytes())
+    _set_sections(path, "qwen2vl", [6, 4, 6, 0])
+    model = ropekit.load(ARTIFACTS / "gguf_qwen2vl_sections" / "config.json")
+    report = audit_artifact(model, read_artifact(path))
+    assert report["verdict"] == "mismatch"
+    served_as = "sections [6, 4, 6] where the declaration has [4, 6, 6] (sections)"
+    assert report["layers"]["full_attention"]["served_as"] == served_as
+    assert report["layers"]["full_attention"]["tables"][0]["composition"] == "mismatch"
+    assert report["artifact"]["layers"][0]["reason"].endswith(served_as)
+
+
+def test_consecutive_sections_served_for_an_interleaved_model_are_named(tmp_path: Path) -> None:
+    config = json.loads((ARTIFACTS / "gguf_qwen2vl_qwen3vl" / "config.json").read_text())
+    config["text_config"]["rope_theta"] = 1000000.0
+    config["text_config"]["rope_scaling"]["mrope_section"] = [4, 6, 6]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    report = audit_artifact(ropekit.load(tmp_path / "config.json"),
+                            read_artifact(ARTIFACTS / "gguf_qwen2vl_sections" / "model.gguf"))
+    assert report["verdict"] == "mismatch"
+    assert report["layers"]["full_attention"]["served_as"] == (
+        "sections [4, 6, 6] where the model's code composes interleaved sections [4, 6, 6]")
+
+
+def test_invalid_or_missing_sections_are_refused_by_name(tmp_path: Path) -> None:
+    keys = {**GEOMETRY, "block_count": 1}
+    with pytest.raises(ropekit.ArgumentError, match=r"no qwen2vl\.rope\.dimension_sections; llama\.cpp's qwen2vl "
+                                                    "loader requires it"):
+        read_artifact(_write(tmp_path / "none.gguf", "qwen2vl", keys))
+    for name, sections in {"three": [4, 6, 6], "wide": [10, 12, 12, 0], "empty": [0, 0, 0, 4]}.items():
+        with pytest.raises(ropekit.ArgumentError, match=r"qwen3vl\.rope\.dimension_sections"):
+            read_artifact(_write(tmp_path / f"{name}.gguf", "qwen3vl", {**keys, "rope.dimension_sections": sections}))
+    scalar = read_artifact(_write(tmp_path / "scalar.gguf", "qwen2vl", {**keys, "rope.dimension_sections": 4}))
+    assert scalar.engine["mrope"]["sections"] == [4, 4, 4, 4]  # get_key_or_arr copies a scalar to all four
+    assert scalar.tables[0].axes == tuple([0] * 4 + [1] * 4 + [2] * 4 + [3] * 4)

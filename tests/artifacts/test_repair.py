@@ -41,6 +41,8 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "gguf_gpt_oss_yarn": ("not_repairable", "ggml always truncates yarn's correction range"),
     "gguf_smollm3_all_rope": ("not_repairable", "applies no RoPE in llama.cpp"),
     "gguf_llama4_all_rope": ("not_repairable", "applies no RoPE in llama.cpp"),
+    "gguf_qwen2vl_qwen3vl_fourth": ("not_repairable", "puts pairs [13, 14] of the declared sections [8, 4, 4] on its "
+                                    "fourth position stream"),
     "graph_optimum_phi3_longrope": ("not_repairable", "the rotary is computed in the graph"),
     "pte_llama32_as_llama31": ("not_repairable", "an ExecuTorch program's constants are not rewritten"),
 }
@@ -551,3 +553,35 @@ def test_a_repaired_nope_layer_gives_transformers_logits_where_the_original_does
     after = np.abs(_pack_logits(tmp_path / "fixed", ids) - want)[0].max()
     assert after < 1e-2, (before, after)  # float16 noise (logits up to ~3.6, a float16 step there is 2e-3)
     assert before > 20 * after and before > 0.1, (before, after)  # the original rotates a NoPE layer
+
+
+def test_swapped_mrope_sections_are_rewritten_and_a_composition_is_refused(tmp_path: Path) -> None:
+    import gguf
+
+    source = tmp_path / "swapped.gguf"
+    shutil.copy(_served("gguf_qwen2vl_sections"), source)
+    field = gguf.GGUFReader(str(source), "r+").fields["qwen2vl.rope.dimension_sections"]
+    for index, value in zip(field.data, [6, 6, 4, 0], strict=True):
+        field.parts[index][0] = value
+    model = ropekit.load(ARTIFACTS / "gguf_qwen2vl_sections" / "config.json")
+    from ropekit.artifacts.repair import annotate
+
+    document = annotate(model, read_artifact(source), audit_artifact(model, read_artifact(source)))
+    assert document["verdict"] == "mismatch" and document["repairable"] is True
+    result = repair(model, source, tmp_path / "fixed.gguf")
+    assert result.verdict == "repaired"
+    assert [change["keys"] for change in result.changes] == [{"rope.dimension_sections": [4, 6, 6, 0]}]
+    fixed = gguf.GGUFReader(str(tmp_path / "fixed.gguf"))
+    assert fixed.fields["qwen2vl.rope.dimension_sections"].contents() == [4, 6, 6, 0]
+    assert len(fixed.tensors) == len(gguf.GGUFReader(str(source)).tensors)
+    assert audit_artifact(model, read_artifact(tmp_path / "fixed.gguf"))["verdict"] == "match"
+    config = json.loads((ARTIFACTS / "gguf_qwen2vl_qwen3vl" / "config.json").read_text())
+    config["text_config"].update(rope_theta=1000000.0)
+    config["text_config"]["rope_scaling"]["mrope_section"] = [4, 6, 6]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    interleaved = ropekit.load(tmp_path / "config.json")
+    refused = repair(interleaved, _served("gguf_qwen2vl_sections"), tmp_path / "no.gguf")
+    assert refused.verdict == "not_repairable" and not (tmp_path / "no.gguf").exists()
+    assert "llama.cpp's qwen2vl always composes consecutive sections" in refused.reason
+    document = audit_artifact(interleaved, read_artifact(_served("gguf_qwen2vl_sections")))
+    assert annotate(interleaved, read_artifact(_served("gguf_qwen2vl_sections")), document)["repairable"] is False

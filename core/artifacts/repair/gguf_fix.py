@@ -138,15 +138,27 @@ def _gguf_fix(model: ModelRope, artifact: ServedArtifact, chosen: dict[str, Rope
     replace: dict[str, Any] = {}
     changes: list[dict[str, Any]] = []
     main = chosen.get("global")
-    if main is not None and main.layer_type in mismatching:
+    if main is not None and rules.mrope is not None and main.layer_type in mismatching:
+        problem = _mrope_blocker(main, rules, artifact)
+        if problem is not None:
+            plan.refuse(main.layer_type, problem)
+            return None
+        sections = [*(main.mrope_section or ()), 0, 0, 0, 0][:4]
+        if sections != artifact.engine["mrope"]["sections"]:
+            keys["rope.dimension_sections"] = sections
+            changes.append({"layer_type": main.layer_type, "what": "rope.dimension_sections", "change": (
+                f"sections {sections} (was {artifact.engine['mrope']['sections']}) for llama.cpp's {rules.mrope} "
+                "composition"), "keys": {"rope.dimension_sections": sections}})
+    if main is not None and main.layer_type in mismatching and not _frequencies_served(main, artifact):
         try:
-            keys, replace, what = _gguf_plan(main, arch, tensors, artifact)
+            planned, replace, what = _gguf_plan(main, arch, tensors, artifact)
+            keys.update(planned)
         except NotRepairableError as error:
             plan.refuse(main.layer_type, str(error))
             return None
         changes.append({"layer_type": main.layer_type, "what": "rope keys" + (
             " and rope_freqs.weight" if replace.get("rope_freqs.weight") is not None else ""), "change": what,
-            "keys": dict(keys)})
+            "keys": {name: value for name, value in keys.items() if name != "rope.dimension_sections"}})
     swa = chosen.get("swa")
     if swa is not None and swa.geometry.theta != artifact.engine.get("freq_base_swa"):
         keys["rope.freq_base_swa"] = _f32(swa.geometry.theta)
@@ -185,6 +197,45 @@ def _gguf_fix(model: ModelRope, artifact: ServedArtifact, chosen: dict[str, Rope
                                      f"{layer.get('served_as', 'another table')}")
     if not plan.refusals:
         plan.refuse(None, f"with its rope keys rewritten, the file still audits as {check['verdict']}")
+    return None
+
+
+def _frequencies_served(table: RopeTable, artifact: ServedArtifact) -> bool:
+    """Whether the global set already serves ``table``'s frequencies and magnitude (only its
+    multimodal composition may differ): its rope keys then stay as they are."""
+    from ..audit import _compare
+
+    sets = list(artifact.engine.get("caches", {}))
+    if "global" not in sets or table.seq_len_dependent:
+        return False
+    return _compare(table, artifact.tables[sets.index("global")], None)[0]
+
+
+def _mrope_blocker(table: RopeTable, rules: Any, artifact: ServedArtifact) -> str | None:
+    """Why no ``rope.dimension_sections`` makes llama.cpp's multimodal graph serve ``table``'s
+    composition (``None``: the declared sections, written, do)."""
+    from ..llama_cpp import MROPE_SOURCE, mrope_streams
+
+    mode = "imrope" if rules.mrope == "interleaved" else "mrope"
+    if table.mrope_composition != rules.mrope:
+        declared = (f"{table.mrope_composition} sections {list(table.mrope_section or ())}"
+                    if table.mrope_composition else "a text table (no sections)")
+        kind = "interleaved" if rules.mrope == "interleaved" else "consecutive"
+        return (f"llama.cpp's {rules.name} always composes {kind} sections ({mode}: llama_model_rope_type, "
+                f"src/llama-model.cpp) and the config declares {declared}: the composition is the architecture's, "
+                "not a key the file can change; convert the model to the architecture that composes it")
+    section = tuple(table.mrope_section or ())
+    pairs = len(table.inv_freq)
+    if len(section) > 4 or sum(section) != pairs:
+        return (f"sections {list(section)} do not fill llama.cpp's four-entry rope.dimension_sections over {pairs} "
+                "pairs")
+    streams = mrope_streams(rules.mrope, (*section, 0, 0, 0, 0)[:4], pairs)
+    fourth = [pair for pair, stream in enumerate(streams) if stream == 3]
+    if fourth:
+        return (f"llama.cpp's {mode} puts pairs {fourth} of the declared sections {list(section)} on its fourth "
+                f"position stream, 0 for text tokens ({MROPE_SOURCE}), where the model's code rotates them by the "
+                "temporal axis: no rope.dimension_sections serves the declared composition; the engine would need to "
+                "send leftover pairs to the temporal stream")
     return None
 
 
@@ -292,7 +343,8 @@ def _write_gguf(gguf: Any, reader: Any, staged: str, arch: str, keys: dict[str, 
         writer.add_key_value(field.name, field.contents(), kind, sub_type=sub)
     for name, value in keys.items():
         if value is not None:
-            writer.add_key_value(f"{arch}.{name}", value, _value_type(gguf, value))
+            sub = gguf.GGUFValueType.INT32 if isinstance(value, list) else None  # the converter's int arrays
+            writer.add_key_value(f"{arch}.{name}", value, _value_type(gguf, value), sub_type=sub)
     tensors = [item for item in reader.tensors if item.name not in replace]
     added = {name: np.asarray(value, dtype=np.float32) for name, value in replace.items() if value is not None}
     for item in tensors:
@@ -310,6 +362,8 @@ def _write_gguf(gguf: Any, reader: Any, staged: str, arch: str, keys: dict[str, 
 
 
 def _value_type(gguf: Any, value: Any) -> Any:
+    if isinstance(value, list):
+        return gguf.GGUFValueType.ARRAY
     if isinstance(value, str):
         return gguf.GGUFValueType.STRING
     if isinstance(value, float):
