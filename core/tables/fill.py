@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 
-__all__ = ["fill_positions", "fill_run"]
+__all__ = ["base_rows", "borrowed", "direct_products", "fill_positions", "fill_run", "position_products",
+           "run_products", "store_chunk"]
 
 _CHUNK_PRODUCTS = 131072  # products per numpy call (1 MiB of complex64): fewer calls beat a smaller cache footprint
 _ROWS_PER_THREAD = 2048  # the fewest positions a thread is given
@@ -71,7 +72,6 @@ def fill_positions(plan: Plan, where: npt.NDArray[np.int64], cos: Any, sin: Any,
         _fill_direct(plan, where.astype(np.float64), cos, sin, layout)
         return
     work = _work_dtype(cos.dtype)
-    offsets, steps = plan.offsets(work), plan.steps()
     pairs = plan.freq.shape[0]
     size = min(count, _CHUNK_PRODUCTS // pairs + 1)
     block_size = size * pairs
@@ -84,16 +84,52 @@ def fill_positions(plan: Plan, where: npt.NDArray[np.int64], cos: Any, sin: Any,
         for begin in range(0, count, size):
             chunk = where[begin : begin + size]
             n = chunk.shape[0]
-            block, offset = np.divmod(chunk, BLOCK)
-            blocks, which = _distinct(block)
-            groups, group_of = _distinct(blocks // STEPS)
-            far = unit_circle((BLOCK * STEPS * groups.astype(np.float64))[:, None] * plan.freq[None, :],
-                              plan.factor, np.complex128)
-            bases = (far[group_of] * steps[blocks % STEPS]).astype(work)
-            np.take(bases, which, axis=0, out=gathered[0, :n])
-            np.take(offsets, offset, axis=0, out=gathered[1, :n])
-            np.multiply(gathered[0, :n], gathered[1, :n], out=products[: n * pairs].reshape(n, pairs))
-            _store_chunk(products, n, pairs, cos[begin : begin + n], sin[begin : begin + n], layout, temporary)
+            position_products(plan, chunk, products[: n * pairs].reshape(n, pairs), gathered[:, :n])
+            store_chunk(products, n, pairs, cos[begin : begin + n], sin[begin : begin + n], layout, temporary)
+
+
+def position_products(plan: Plan, where: npt.NDArray[np.int64], products: npt.NDArray[Any],
+                      gathered: npt.NDArray[Any]) -> None:
+    """``factor * exp(i p f)`` for each position ``p`` of ``where`` into ``products`` (``(n, pairs)``,
+    the work dtype), through ``gathered`` (``(2, n, pairs)``, the same dtype): block ``p // 256``'s
+    base row times offset row ``p % 256``. A value depends only on its position."""
+    block, offset = np.divmod(where, BLOCK)
+    blocks, which = _distinct(block)
+    groups, group_of = _distinct(blocks // STEPS)
+    far = unit_circle((BLOCK * STEPS * groups.astype(np.float64))[:, None] * plan.freq[None, :],
+                      plan.factor, np.complex128)
+    bases = (far[group_of] * plan.steps()[blocks % STEPS]).astype(products.dtype)
+    np.take(bases, which, axis=0, out=gathered[0])
+    np.take(plan.offsets(products.dtype.type), offset, axis=0, out=gathered[1])
+    np.multiply(gathered[0], gathered[1], out=products)
+
+
+def direct_products(plan: Plan, where: npt.NDArray[Any], work: Any) -> npt.NDArray[Any]:
+    """``factor * exp(i p f)`` with each angle formed in float64 and evaluated directly, rounded
+    once to ``work``: what a call of at most four positions serves (:func:`fill_positions`)."""
+    return unit_circle(where.astype(np.float64)[:, None] * plan.freq[None, :], plan.factor, work)
+
+
+def run_products(plan: Plan, start: int, first: int, count: int, products: npt.NDArray[Any]) -> None:
+    """Rows ``256 * first .. 256 * first + count - 1`` of the run from ``start`` into ``products``
+    (``(count, pairs)``, the work dtype): block ``k``'s base row (:func:`base_rows`) times the
+    offset rows, bit for bit what :func:`fill_run` computes for those rows."""
+    work = products.dtype.type
+    offsets = plan.offsets(work)
+    done = 0
+    block = first
+    while done < count:
+        group = min(-(-(count - done) // BLOCK), STEPS - block % STEPS)  # blocks sharing one far row
+        bases = base_rows(plan, start, block, group, work)
+        rows = min(count - done, group * BLOCK)
+        whole, tail = divmod(rows, BLOCK)
+        if whole:
+            np.multiply(bases[:whole, None, :], offsets,
+                        out=products[done : done + whole * BLOCK].reshape(whole, BLOCK, -1))
+        if tail:
+            np.multiply(bases[whole], offsets[:tail], out=products[done + whole * BLOCK : done + rows])
+        done += rows
+        block += group
 
 
 def _distinct(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -179,37 +215,22 @@ def _fill_contiguous(plan: Plan, start: int, first: int, count: int, cos: Any, s
 
     ``exp(i (base + r) f) = exp(i base f) * exp(i r f)``: one complex multiply per element, a
     block's base row (see :func:`base_rows`) times the plan's offset table, in chunks of about 128k
-    products written straight into the outputs in their layout.
+    products (:func:`run_products`) written straight into the outputs in their layout.
     """
     work = _work_dtype(cos.dtype)
-    offsets = plan.offsets(work)
     pairs = plan.freq.shape[0]
-    chunk_blocks = max(1, min(STEPS, _CHUNK_PRODUCTS // (BLOCK * pairs)))
-    chunk = chunk_blocks * BLOCK * pairs
+    chunk_rows = max(1, min(STEPS, _CHUNK_PRODUCTS // (BLOCK * pairs))) * BLOCK
+    chunk = chunk_rows * pairs
     gptj32 = cos.dtype == np.float32 and layout == "gptj"
     with borrowed(work, (2 if gptj32 else 1) * chunk + 1) as scratch:  # + 1 spare: see store_products
         temporary = scratch[chunk + 1 : 2 * chunk + 1].view(np.uint64) if gptj32 else None
-        blocks = -(-count // BLOCK)
-        done = 0
-        while done < blocks:
-            group = min(blocks - done, STEPS - (first + done) % STEPS)  # blocks sharing one far row
-            bases = base_rows(plan, start, first + done, group, work)
-            for offset in range(0, group, chunk_blocks):
-                low = (done + offset) * BLOCK
-                rows = min(count - low, chunk_blocks * BLOCK, (group - offset) * BLOCK)
-                whole, tail = divmod(rows, BLOCK)
-                if whole:
-                    np.multiply(bases[offset : offset + whole, None, :], offsets,
-                                out=scratch[: whole * BLOCK * pairs].reshape(whole, BLOCK, pairs))
-                if tail:
-                    np.multiply(bases[offset + whole], offsets[:tail],
-                                out=scratch[whole * BLOCK * pairs : rows * pairs].reshape(tail, pairs))
-                _store_chunk(scratch, rows, pairs, cos[low : low + rows], sin[low : low + rows], layout,
-                             temporary)
-            done += group
+        for low in range(0, count, chunk_rows):
+            rows = min(chunk_rows, count - low)
+            run_products(plan, start, first + low // BLOCK, rows, scratch[: rows * pairs].reshape(rows, pairs))
+            store_chunk(scratch, rows, pairs, cos[low : low + rows], sin[low : low + rows], layout, temporary)
 
 
-def _store_chunk(scratch: npt.NDArray[Any], rows: int, pairs: int, cos: Any, sin: Any, layout: str,
+def store_chunk(scratch: npt.NDArray[Any], rows: int, pairs: int, cos: Any, sin: Any, layout: str,
                  temporary: npt.NDArray[np.uint64] | None) -> None:
     if cos.dtype == np.float32:
         store_products(scratch, rows, pairs, cos, sin, layout, temporary)

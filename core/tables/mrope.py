@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..errors import ArgumentError, ArgumentTypeError
-from .plan import Plan, max_position
+from .axes import AxisPart, Slots, fill_axes, small_axes
+from .plan import Plan
 from .rotary import _checked_out, _out_dtype, cos_sin
 
 if TYPE_CHECKING:
@@ -219,86 +220,49 @@ def mrope_cos_sin(
         cos, sin = _checked_out(out, shape, chosen)
     if rows.shape[1] == 0:  # no positions: no rows, as the text path gives (0, width)
         return cos, sin
-    rows = _checked_rows(rows, max_position(inv_freq))
+    rows, lows, highs = _checked_rows(rows, full.limit)
     flat_cos, flat_sin = cos.reshape(-1, width), sin.reshape(-1, width)
-    half = mapping.half
-    if half is None:  # a pair's two halves follow different axes: fill the columns themselves
-        _fill_columns(inv_freq, attention_factor, mapping, rows, flat_cos, flat_sin, chosen, threads, plans, "half")
-    elif mapping.layout == "half":
-        _fill_columns(inv_freq, attention_factor, half, rows, flat_cos, flat_sin, chosen, threads, plans, "half")
-    else:  # each pair once at half width (row gathers into column blocks), then both of its columns
-        pairs = half.freq.shape[0]
-        half_cos = np.empty((rows.shape[1], pairs), dtype=chosen)
-        half_sin = np.empty((rows.shape[1], pairs), dtype=chosen)
-        _fill_columns(inv_freq, attention_factor, half, rows, half_cos, half_sin, chosen, threads, plans, "half")
-        if mapping.layout == "neox":
-            flat_cos[:, :pairs], flat_cos[:, pairs:] = half_cos, half_cos
-            flat_sin[:, :pairs], flat_sin[:, pairs:] = half_sin, half_sin
-        else:
-            flat_cos[:, 0::2], flat_cos[:, 1::2] = half_cos, half_cos
-            flat_sin[:, 0::2], flat_sin[:, 1::2] = half_sin, half_sin
+    # a pair's two halves following different axes (HunYuan) are composed column by column;
+    # otherwise each pair once, then split into the layout as a text row is
+    composed, layout = (mapping, "half") if mapping.half is None else (mapping.half, mapping.layout)
+    slots = plans.get(("slots", composed.layout))
+    if slots is None:
+        slots = plans[("slots", composed.layout)] = Slots.of(full, composed.axis, composed.freq)
+    if small_axes(full, slots, rows, lows, highs, flat_cos, flat_sin, layout):
+        return cos, sin
+    fill_axes(_parts(inv_freq, attention_factor, composed, plans), rows, composed.freq.shape[0], flat_cos, flat_sin,
+              layout, threads)
     return cos, sin
 
 
-def _checked_rows(rows: npt.NDArray[Any], limit: int) -> npt.NDArray[np.int64]:
+def _parts(inv_freq: npt.NDArray[np.float64], attention_factor: float, mapping: MropeMap,
+           plans: dict[Any, Any]) -> list[AxisPart]:
+    """Each axis of ``mapping`` with its plan (kept in ``plans``, one per axis's frequencies) and
+    the segments placing its columns."""
+    key = ("parts", mapping.layout)
+    found: list[AxisPart] | None = plans.get(key)
+    if found is None:
+        found = []
+        for axis, frequencies, segments in mapping.plan_by_axis():
+            plan_key = ("axis", axis, mapping.layout, frequencies.tobytes())
+            plan = plans.get(plan_key)
+            if plan is None:
+                plan = plans[plan_key] = Plan(inv_freq[frequencies], attention_factor)
+            found.append(AxisPart(axis, plan, segments))
+        plans[key] = found
+    return found
+
+
+def _checked_rows(rows: npt.NDArray[Any], limit: int) -> tuple[npt.NDArray[np.int64], list[int], list[int]]:
     """``rows`` as int64 once every position lies in ``[0, limit]`` (compared before the cast: a
-    uint64 cannot wrap); else an error naming the positions given and their axis."""
-    for axis, row in enumerate(rows):
-        low, high = row.min(), row.max()
+    uint64 cannot wrap), with each row's lowest and highest position; else an error naming the
+    positions given and their axis."""
+    lows, highs = rows.min(axis=1).tolist(), rows.max(axis=1).tolist()
+    for axis, (low, high) in enumerate(zip(lows, highs, strict=True)):
         if low < 0 or high > limit:
             raise ArgumentError("positions", f"positions must lie in [0, {limit}], got {low}..{high} in row {axis} "
                                 f"(of {rows.shape[0]} axes)")
-    return rows.astype(np.int64, copy=False)
-
-
-def _fill_columns(
-    inv_freq: npt.NDArray[np.float64], attention_factor: float, mapping: MropeMap, rows: npt.NDArray[np.int64],
-    cos: npt.NDArray[Any], sin: npt.NDArray[Any], dtype: np.dtype[Any], threads: int | None, plans: dict[Any, Plan],
-    expand: str,
-) -> None:
-    """Each axis's columns of ``cos``/``sin``: that axis's frequencies evaluated over the run of
-    positions it spans (the fast contiguous path), then its rows gathered and placed, once per
-    column of the pair in ``expand`` (``neox``: ``c`` and ``c + pairs``; ``gptj``: ``2c``, ``2c + 1``;
-    ``half``: ``c``)."""
-    pairs = mapping.freq.shape[0]
-    for axis, frequencies, segments in mapping.plan_by_axis():
-        key = ("axis", axis, mapping.layout, frequencies.tobytes())
-        plan = plans.get(key)
-        if plan is None:
-            plan = plans[key] = Plan(inv_freq[frequencies], attention_factor)
-        positions = rows[axis]
-        low, high = int(positions.min()), int(positions.max())
-        if high - low < 2 * positions.shape[0] + 4096:  # a run about as long as the positions: evaluate it once
-            part_cos, part_sin = cos_sin(plan, 0.0, range(low, high + 1), dtype=dtype, layout="half", threads=threads)
-            offsets = positions - low
-        else:
-            part_cos, part_sin = cos_sin(plan, 0.0, positions, dtype=dtype, layout="half", threads=threads)
-            offsets = None
-        for target, source in segments:
-            for column in _expanded(target, expand, pairs):
-                if offsets is None:
-                    cos[:, column] = part_cos[:, source]
-                    sin[:, column] = part_sin[:, source]
-                elif isinstance(column, slice):  # rows gathered straight into the strided columns
-                    np.take(part_cos[:, source], offsets, axis=0, out=cos[:, column], mode="clip")
-                    np.take(part_sin[:, source], offsets, axis=0, out=sin[:, column], mode="clip")
-                else:
-                    cos[:, column] = np.take(part_cos[:, source], offsets, axis=0)
-                    sin[:, column] = np.take(part_sin[:, source], offsets, axis=0)
-
-
-def _expanded(target: Any, expand: str, pairs: int) -> list[Any]:
-    """The full-width columns of the pair slots ``target`` (a slice or an index array)."""
-    if expand == "half":
-        return [target]
-    if isinstance(target, slice):
-        start, stop, step = target.start, target.stop, target.step or 1
-        if expand == "neox":
-            return [target, slice(start + pairs, stop + pairs, step)]
-        return [slice(2 * start, 2 * stop - 1, 2 * step), slice(2 * start + 1, 2 * stop, 2 * step)]
-    if expand == "neox":
-        return [target, target + pairs]
-    return [2 * target, 2 * target + 1]
+    return rows.astype(np.int64, copy=False), lows, highs
 
 
 def _segments(columns: npt.NDArray[np.intp], where: npt.NDArray[np.intp]) -> list[tuple[Any, Any]]:

@@ -16,7 +16,7 @@ from ..errors import ArgumentError
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["BLOCK", "MAX_ANGLE", "STEPS", "Plan", "max_position", "unit_circle"]
+__all__ = ["BLOCK", "KEPT_BLOCKS", "MAX_ANGLE", "STEPS", "Plan", "max_position", "unit_circle"]
 
 BLOCK = 256  # positions per block: the offset table's rows
 STEPS = 64  # rows of the plan's step table: exp(i 256 k f) for k < 64, float64
@@ -25,6 +25,8 @@ MAX_ANGLE = float(1 << 32)
 5e-7 (times the attention factor) of exact (measured 2.4e-7 at 2**32, 4.5e-7 at worst); past it float64 angle
 reduction itself drifts (7.9e-7 at 2**34, 4.9e-5 at 2**40). With ``inv_freq[0] == 1`` (every
 built-in), positions up to ``2**32 - 1``."""
+KEPT_BLOCKS = 1024
+"""How many block rows a plan keeps (:meth:`Plan.block_row`): 512 KiB of complex64 at 64 pairs."""
 _INT64_MAX = (1 << 63) - 1  # positions are int64 inside; a larger one would wrap
 
 
@@ -52,7 +54,7 @@ class Plan:
     :meth:`RopeTable.cos_sin <ropekit.RopeTable.cos_sin>` keeps one per table.
     """
 
-    __slots__ = ("_offsets", "_steps", "factor", "freq", "limit")
+    __slots__ = ("_blocks", "_offsets", "_steps", "factor", "freq", "limit")
 
     def __init__(self, inv_freq: npt.NDArray[np.float64], attention_factor: float) -> None:
         freq = np.ascontiguousarray(inv_freq, dtype=np.float64)
@@ -64,6 +66,7 @@ class Plan:
         self.freq, self.factor, self.limit = freq, factor, max_position(freq)
         self._offsets: dict[Any, npt.NDArray[Any]] = {}
         self._steps: npt.NDArray[np.complex128] | None = None
+        self._blocks: dict[tuple[Any, int], npt.NDArray[Any]] = {}
 
     def offsets(self, work: Any) -> npt.NDArray[Any]:
         """``exp(i * r * inv_freq)`` for ``r < 256``, shape ``(256, pairs)``: evaluated in float64,
@@ -82,4 +85,20 @@ class Plan:
             found = unit_circle((BLOCK * np.arange(STEPS, dtype=np.float64))[:, None] * self.freq[None, :],
                                  1.0, np.complex128)
             self._steps = found
+        return found
+
+    def block_row(self, block: int, work: Any) -> npt.NDArray[Any]:
+        """``factor * exp(i * 256 * block * inv_freq)`` rounded once to ``work``: the far row
+        ``exp(i 16384 (block // 64) f)`` (float64 cos/sin) times the step row ``block % 64`` in
+        complex128, as :func:`ropekit.tables.fill.fill_positions` forms it. The last
+        :data:`KEPT_BLOCKS` rows asked for are kept, so consecutive decode steps reuse theirs."""
+        key = (work, block)
+        found = self._blocks.get(key)
+        if found is None:
+            group, near = divmod(block, STEPS)
+            far = unit_circle((BLOCK * STEPS * float(group)) * self.freq, self.factor, np.complex128)
+            found = (far * self.steps()[near]).astype(work)
+            if len(self._blocks) >= KEPT_BLOCKS:
+                self._blocks.clear()  # a bounded cache: a scattered workload rebuilds a few rows
+            self._blocks[key] = found
         return found

@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import ArgumentError, ArgumentTypeError
 from .fill import fill_positions, fill_run
 from .plan import Plan
+from .small import small_cos_sin
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -35,6 +36,7 @@ per pair (vLLM, onnxruntime-genai); :func:`apply_rotary` then needs the pairing.
 LAYOUTS: tuple[str, ...] = ("neox", "gptj", "half")
 
 _DTYPES = ("float16", "float32", "float64", "bfloat16")
+_F32_TYPE, _F32 = np.float32, np.dtype(np.float32)
 
 
 def _as_positions(positions: Any, limit: int) -> tuple[int, int] | npt.NDArray[np.int64]:
@@ -144,11 +146,21 @@ def cos_sin(
     the number. ``inv_freq`` may be a :class:`Plan` (``attention_factor``
     is then ignored): repeated calls reuse its tables.
     """
+    plan = inv_freq if type(inv_freq) is Plan else None
+    if plan is not None and (threads is None or (type(threads) is int and threads > 0)):
+        # the decode-step path: at most 64 positions, no per-call work that does not depend on them
+        small = small_cos_sin(plan, positions, _F32 if dtype is _F32_TYPE else _out_dtype(dtype), layout, out)
+        if small is not None:
+            return small
     if layout not in LAYOUTS:
         raise ArgumentError("layout", f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ArgumentError("threads", f"expected a positive number of threads or None (automatic), got {threads!r}")
-    plan = inv_freq if isinstance(inv_freq, Plan) else Plan(inv_freq, attention_factor)
+    if plan is None:
+        plan = inv_freq if isinstance(inv_freq, Plan) else Plan(inv_freq, attention_factor)
+        small = small_cos_sin(plan, positions, _out_dtype(dtype), layout, out)
+        if small is not None:
+            return small
     out_dtype = _out_dtype(dtype)
     pairs = plan.freq.shape[0]
     width = pairs if layout == "half" else 2 * pairs

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..contract.scheme import Geometry
 from ..errors import ArgumentError, ArgumentTypeError
+from .small import small_cos_sin  # the decode-step path, taken before any check it does not need
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -179,6 +180,11 @@ class RopeTable:
         :class:`~ropekit.ArgumentError`.
         """
         chosen = self.layout if layout is None else layout
+        if self.mrope_composition is None and (threads is None or (type(threads) is int and threads > 0)):
+            small = small_cos_sin(self._plan(), positions, _F32 if dtype is np.float32 else _out_dtype(dtype),
+                                  chosen, out)
+            if small is not None:
+                return small
         if self.mrope_composition is not None:
             from .mrope import mrope_cos_sin
 
@@ -282,6 +288,15 @@ class RopeTable:
             record["mrope_composition"] = self.mrope_composition
         record["layout"] = self.layout
         return record
+
+
+_F32 = np.dtype(np.float32)
+
+
+def _out_dtype(dtype: Any) -> np.dtype[Any]:
+    from .rotary import _out_dtype as checked
+
+    return checked(dtype)
 
 
 def _rank(positions: Any) -> int:

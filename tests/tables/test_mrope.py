@@ -346,3 +346,29 @@ def test_the_benchmark_repeats_what_the_docs_say() -> None:
     documented = re.search(r"Medians of\s+(\d+)", (ROOT / "docs" / "multimodal.md").read_text(encoding="utf-8"))
     assert default is not None and documented is not None
     assert default.group(1) == documented.group(1)
+
+
+@pytest.mark.parametrize("model_type", sorted(CASES))
+def test_few_tokens_and_chunks_give_the_general_paths_bits(model_type: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decode step (a few tokens inside one block per axis, the vectorised path) and a long call
+    split into chunks and threads give the bits of the general per-axis path, for every composition."""
+    from ropekit.tables import axes, mrope
+
+    table = _table(CASES[model_type])
+    rng = np.random.default_rng(5)
+    n = table.mrope_axes
+    layouts = ["neox"] if table.mrope_composition == "full_width" else ["neox", "gptj", "half"]
+    few = [np.stack([np.full(3, 40)] * n), np.stack([np.arange(16) + 7 * a for a in range(n)]),
+           np.stack([np.full(64, 9)] + [9 + np.arange(64) % (a + 5) for a in range(1, n)]), np.full((n, 1), 123456)]
+    many = [np.stack([np.arange(5000) + 3 * a for a in range(n)]), rng.integers(0, 60000, (n, 3000))]
+    for layout in layouts:
+        for dtype in (np.float32, np.float64, np.float16):
+            fast = [table.cos_sin(p, layout=layout, dtype=dtype) for p in few]
+            whole = [table.cos_sin(p, layout=layout, dtype=dtype, threads=1) for p in many]
+            with monkeypatch.context() as patched:
+                patched.setattr(mrope, "small_axes", lambda *args: False)  # the general path only
+                patched.setattr(axes, "CHUNK_TOKENS", 97)  # odd chunks
+                slow = [table.cos_sin(p, layout=layout, dtype=dtype) for p in few]
+                chunked = [table.cos_sin(p, layout=layout, dtype=dtype, threads=3) for p in many]
+            for got, want in zip(fast + whole, slow + chunked, strict=True):
+                assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])

@@ -316,7 +316,7 @@ def test_a_nested_call_on_the_same_thread_does_not_share_scratch(monkeypatch: py
 
     table = ropekit.load(LLAMA31_8B).table
     want = table.cos_sin(5000, threads=1)
-    real_store = fill._store_chunk
+    real_store = fill.store_chunk
     nested: list[int] = []
 
     def store_after_a_nested_call(*args: Any) -> None:
@@ -325,7 +325,7 @@ def test_a_nested_call_on_the_same_thread_does_not_share_scratch(monkeypatch: py
             table.cos_sin(range(777, 5777), threads=1)
         real_store(*args)
 
-    monkeypatch.setattr(fill, "_store_chunk", store_after_a_nested_call)
+    monkeypatch.setattr(fill, "store_chunk", store_after_a_nested_call)
     got = table.cos_sin(5000, threads=1)
     assert nested and np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
 
@@ -358,3 +358,52 @@ def test_a_table_cannot_be_made_writeable() -> None:
         assert not inv_freq.flags.writeable
         with pytest.raises(ValueError, match="WRITEABLE"):
             inv_freq.setflags(write=True)
+
+
+@pytest.mark.parametrize("layout", ["neox", "gptj", "half"])
+def test_decode_step_calls_are_the_general_paths_values(layout: Literal["neox", "gptj", "half"]) -> None:
+    """Up to 64 positions as a count, a range, a list, a tuple or an integer array (the decode-step
+    path) give, bit for bit, what the general path gives for the same positions among many: a
+    value depends only on its position."""
+    table = ropekit.load(LLAMA31_8B).table
+    rng = np.random.default_rng(11)
+    for trial in range(40):
+        many = rng.integers(0, 2**32 - 1, 300) if trial % 2 else np.arange(300) + int(rng.integers(0, 2**24))
+        for dtype in (np.float32, np.float64, np.float16):
+            want_cos, want_sin = table.cos_sin(many, dtype=dtype, layout=layout)  # > 64: the general path
+            count = int(rng.integers(1, 65))
+            part = many[:count]
+            kinds: list[Any] = [part, part.astype(np.uint32) if part.max() < 2**32 else part, part.tolist(),
+                                tuple(part.tolist())]
+            if trial % 2 == 0:
+                kinds.append(range(int(part[0]), int(part[0]) + count))
+            for positions in kinds:
+                cos, sin = table.cos_sin(positions, dtype=dtype, layout=layout)
+                assert np.array_equal(cos, want_cos[:count]) and np.array_equal(sin, want_sin[:count])
+            out = (np.empty_like(want_cos[:count]), np.empty_like(want_sin[:count]))
+            filled = table.cos_sin(part, dtype=dtype, layout=layout, out=out)
+            assert filled[0] is out[0] and np.array_equal(out[0], want_cos[:count])
+    assert np.array_equal(table.cos_sin(16)[0], table.cos_sin(np.arange(16))[0])
+
+
+def test_decode_step_path_refuses_what_the_general_path_refuses() -> None:
+    table = ropekit.load(LLAMA31_8B).table
+    for positions, words in [([1, -2], "positions must lie"), ([0.5, 1.0], "integer"), ([True, False], "integer"),
+                             (np.array([2**33]), "positions must lie"), (range(-1, 3), "positions must lie")]:
+        with pytest.raises((ropekit.ArgumentError, ropekit.ArgumentTypeError), match=words):
+            table.cos_sin(positions)
+    with pytest.raises(ropekit.ArgumentError, match="threads"):
+        table.cos_sin(3, threads=0)
+    with pytest.raises(ropekit.ArgumentError, match="layout"):
+        table.cos_sin(3, layout="rows")  # type: ignore[arg-type]
+    with pytest.raises(ropekit.ArgumentError, match="out"):
+        table.cos_sin(3, out=(np.empty((3, 128), np.float32), np.empty((4, 128), np.float32)))
+
+
+def test_a_plan_keeps_a_bounded_number_of_block_rows() -> None:
+    from ropekit.tables.plan import KEPT_BLOCKS
+
+    table = ropekit.load(LLAMA31_8B).table
+    for step in range(0, 256 * (KEPT_BLOCKS + 5), 256):
+        table.cos_sin([step])
+    assert 0 < len(table._plan()._blocks) <= KEPT_BLOCKS

@@ -1,0 +1,212 @@
+"""How :func:`ropekit.tables.mrope.mrope_cos_sin` computes rows at multimodal positions.
+
+A row's columns follow different position axes, but each column's value is still one complex
+product ``factor * exp(i p f)``. Tokens are taken in chunks of :data:`CHUNK_TOKENS`; for each
+chunk, each axis's products are formed by the text path's own arithmetic (:mod:`ropekit.tables.fill`),
+gathered straight into one complex row of pairs per token, and that row is split once into the
+cache's layout, exactly as a text row is. Every product is computed in the work dtype and only
+copied afterwards, so the result does not depend on the chunking or the threads, and each column
+holds what the text path gives for its axis's position.
+
+Which arithmetic an axis gets is decided once per call, from all of its positions: a *run* (its
+positions span less than ``2 * count + 4096``) is evaluated as the text path evaluates a contiguous
+run from the axis's lowest position (:func:`~ropekit.tables.fill.run_products`; a run of at most four
+positions directly, :func:`~ropekit.tables.fill.direct_products`); otherwise each position on its own
+(:func:`~ropekit.tables.fill.position_products`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from .fill import _work_dtype, borrowed, direct_products, position_products, run_products, store_chunk
+from .plan import BLOCK, Plan, unit_circle
+from .small import split
+from .workers import available_cores, run_all
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = ["CHUNK_TOKENS", "SMALL_TOKENS", "AxisPart", "Slots", "fill_axes", "small_axes"]
+
+CHUNK_TOKENS = 1024
+"""Tokens per chunk: a chunk's products and its row of pairs stay in the core's cache."""
+SMALL_TOKENS = 64
+"""The most tokens :func:`small_axes` takes (a decode step, a few speculative tokens)."""
+_DIRECT = 4  # the text path evaluates this few positions directly
+_ROWS_PER_THREAD = 2048  # as the text path: no thread gets fewer tokens
+
+
+class AxisPart(NamedTuple):
+    """One axis of a composition: its plan (the axis's distinct frequencies) and the
+    ``(target, source)`` segments placing the plan's columns among the row's pair slots."""
+
+    axis: int
+    plan: Plan
+    segments: Sequence[tuple[Any, Any]]
+
+
+class _Mode(NamedTuple):
+    part: AxisPart
+    positions: npt.NDArray[np.int64]
+    kind: str  # "run", "direct" or "scattered"
+    low: int
+    count: int
+
+
+def _mode(part: AxisPart, positions: npt.NDArray[np.int64]) -> _Mode:
+    low, high = int(positions.min()), int(positions.max())
+    if high - low < 2 * positions.shape[0] + 4096:  # a run about as long as the positions
+        count = high - low + 1
+        return _Mode(part, positions, "direct" if count <= _DIRECT else "run", low, count)
+    return _Mode(part, positions, "direct" if positions.shape[0] <= _DIRECT else "scattered", low, 0)
+
+
+def fill_axes(
+    parts: Sequence[AxisPart], rows: npt.NDArray[np.int64], slots: int, cos: npt.NDArray[Any],
+    sin: npt.NDArray[Any], layout: str, threads: int | None,
+) -> None:
+    """``cos``/``sin`` (``(tokens, width)``, float32 or float64) at ``rows`` (``(axes, tokens)``),
+    each token's ``slots`` pair slots composed from ``parts`` and split into ``layout``."""
+    modes = [_mode(part, rows[part.axis]) for part in parts]
+    tokens = rows.shape[1]
+    wanted = max(1, min(available_cores() if threads is None else threads, tokens // _ROWS_PER_THREAD))
+    if wanted == 1:
+        _fill_tokens(modes, 0, tokens, slots, cos, sin, layout)
+        return
+    for mode in modes:  # built once, before the threads
+        mode.part.plan.offsets(np.complex128 if cos.dtype == np.float64 else np.complex64)
+        mode.part.plan.steps()
+    per = -(-tokens // wanted)
+    run_all([lambda low=low: _fill_tokens(modes, low, min(tokens, low + per), slots, cos, sin, layout)
+             for low in range(0, tokens, per)])
+
+
+def _fill_tokens(modes: Sequence[_Mode], begin: int, end: int, slots: int, cos: npt.NDArray[Any],
+                 sin: npt.NDArray[Any], layout: str) -> None:
+    work = np.complex128 if cos.dtype == np.float64 else np.complex64
+    # float16 and bfloat16 take a directly evaluated value from float64 in one rounding, as the
+    # text path does: such rows are kept in complex128 (the other products widen exactly)
+    wide = work is np.complex128 or (cos.dtype != np.float32 and any(mode.kind == "direct" for mode in modes))
+    row_work = np.complex128 if wide else work
+    widest = max(mode.part.plan.freq.shape[0] for mode in modes)
+    size = CHUNK_TOKENS * slots
+    gptj32 = cos.dtype == np.float32 and layout == "gptj"
+    extra = size if gptj32 else 0  # gptj's integer temporary
+    products = (4 * CHUNK_TOKENS + 2 * BLOCK) * widest  # one axis's products and its gathers
+    with borrowed(row_work, size + 1 + extra + (products if row_work is work else 0)) as scratch:
+        temporary = scratch[size + 1 : size + 1 + extra].view(np.uint64) if gptj32 else None
+        if row_work is work:
+            _chunks(modes, begin, end, slots, cos, sin, layout, scratch, scratch[size + 1 + extra :], temporary)
+        else:
+            with borrowed(work, products) as spare:
+                _chunks(modes, begin, end, slots, cos, sin, layout, scratch, spare, temporary)
+
+
+def _chunks(modes: Sequence[_Mode], begin: int, end: int, slots: int, cos: npt.NDArray[Any], sin: npt.NDArray[Any],
+            layout: str, scratch: npt.NDArray[Any], spare: npt.NDArray[Any],
+            temporary: npt.NDArray[np.uint64] | None) -> None:
+    for low in range(begin, end, CHUNK_TOKENS):
+        high = min(end, low + CHUNK_TOKENS)
+        n = high - low
+        row = scratch[: n * slots].reshape(n, slots)  # + 1 spare element after it: see store_products
+        for mode in modes:
+            _place(mode, low, high, row, spare)
+        store_chunk(scratch, n, slots, cos[low:high], sin[low:high], layout, temporary)
+
+
+def _place(mode: _Mode, low: int, high: int, row: npt.NDArray[Any], spare: npt.NDArray[Any]) -> None:
+    """This axis's products for tokens ``low .. high - 1`` into their slots of ``row``, formed in
+    ``spare``'s dtype (the text path's work dtype)."""
+    plan = mode.part.plan
+    pairs = plan.freq.shape[0]
+    positions = mode.positions[low:high]
+    n = positions.shape[0]
+    if mode.kind == "run":
+        relative = positions - mode.low
+        first, last = int(relative.min()) // BLOCK, int(relative.max()) // BLOCK
+        count = min(mode.count - first * BLOCK, (last - first + 1) * BLOCK)
+        if count * pairs <= spare.shape[0]:
+            products = spare[: count * pairs].reshape(count, pairs)
+        else:  # the chunk's positions are spread over more of the run than the scratch holds
+            products = np.empty((count, pairs), dtype=spare.dtype)
+        run_products(plan, mode.low, first, count, products)
+        where = relative - first * BLOCK
+        for target, source in mode.part.segments:
+            if row.dtype == products.dtype:  # gathered straight into the slots
+                np.take(products[:, source], where, axis=0, out=row[:, target], mode="clip")
+            else:  # a widened row (float16 / bfloat16 output): np.take does not cast
+                row[:, target] = np.take(products[:, source], where, axis=0)
+        return
+    if mode.kind == "direct":
+        products = direct_products(plan, positions, row.dtype.type)
+    else:
+        products = spare[: n * pairs].reshape(n, pairs)
+        gathered = spare[n * pairs : 3 * n * pairs].reshape(2, n, pairs)
+        position_products(plan, positions, products, gathered)
+    for target, source in mode.part.segments:
+        row[:, target] = products[:, source]
+
+
+class Slots(NamedTuple):
+    """What :func:`small_axes` needs of one composition, computed once per table: each pair
+    slot's ``axis`` and ``freq`` (index into the full table), the frequencies themselves, block 0's
+    step row at them, and the offset table's flat index of each slot's column."""
+
+    axis: npt.NDArray[np.intp]
+    freq: npt.NDArray[np.intp]
+    frequencies: npt.NDArray[np.float64]
+    step0: npt.NDArray[np.complex128]
+
+    @classmethod
+    def of(cls, full: Plan, axis: npt.NDArray[np.intp], freq: npt.NDArray[np.intp]) -> Slots:
+        return cls(axis, freq, full.freq[freq], full.steps()[0, freq])
+
+
+def small_axes(
+    full: Plan, slots: Slots, rows: npt.NDArray[np.int64], lows: Sequence[int], highs: Sequence[int],
+    cos: npt.NDArray[Any], sin: npt.NDArray[Any], layout: str,
+) -> bool:
+    """A few tokens whose every axis is a run inside one block or at most four positions: each
+    slot's product formed at once over all slots, with the values :func:`fill_axes` gives (a run's
+    base row ``factor * exp(i low f)`` times offset row ``p - low``; a short run directly), from the
+    full table's ``full`` plan. ``False`` (nothing written) when the call is not such a one."""
+    tokens = rows.shape[1]
+    if tokens > SMALL_TOKENS:
+        return False
+    direct = []
+    for low, high in zip(lows, highs, strict=True):
+        count = high - low + 1
+        if count > BLOCK:  # past one block: the general path (a run of at most 256 is always a run)
+            return False
+        direct.append(count <= _DIRECT)
+    work = _work_dtype(cos.dtype)
+    axis = slots.axis
+    low = np.asarray(lows, dtype=np.int64)
+    if not any(direct):
+        products = _run_slots(full, slots, rows, low, work)
+    else:
+        wide = work is np.complex128 or cos.dtype != np.float32  # float16 / bfloat16: one rounding from float64
+        products = unit_circle(rows[axis].T.astype(np.float64) * slots.frequencies, full.factor,
+                               np.complex128 if wide else work)
+        if not all(direct):
+            runs = ~np.asarray(direct)[axis]
+            products[:, runs] = _run_slots(full, Slots(axis[runs], slots.freq[runs], slots.frequencies[runs],
+                                                       slots.step0[runs]), rows, low, work)
+    split(products, cos, sin, layout)
+    return True
+
+
+def _run_slots(full: Plan, slots: Slots, rows: npt.NDArray[np.int64], low: npt.NDArray[np.int64],
+               work: Any) -> npt.NDArray[Any]:
+    """Run slots inside their run's first block: ``factor * exp(i low f)`` (times block 0's step
+    row, as :func:`~ropekit.tables.fill.base_rows` forms it) times offset row ``p - low``."""
+    axis = slots.axis
+    slot_low = low[axis]
+    base = (unit_circle(slot_low * slots.frequencies, full.factor, np.complex128) * slots.step0).astype(work)
+    offsets = full.offsets(work)
+    flat = (rows - low[:, None])[axis].T * offsets.shape[1] + slots.freq  # (tokens, slots) into the table
+    return np.multiply(base, np.take(offsets.reshape(-1), flat))  # base first, as the text path multiplies
