@@ -463,12 +463,23 @@ def build() -> dict[str, Any]:
             "classes": classes}
 
 
+def catalogue_text(document: dict[str, Any]) -> str:
+    """The document as compact JSON with one class a line: the loader reads only the line of the
+    model_type at hand (``ropekit.config.classes``), never the whole catalogue."""
+    head = {key: value for key, value in document.items() if key != "classes"}
+    lines = [json.dumps(head, separators=(",", ":"))[:-1] + ',"classes":{']
+    records = [json.dumps(name) + ":" + json.dumps(entry, separators=(",", ":"), sort_keys=False)
+               for name, entry in document["classes"].items()]
+    lines.append(",\n".join(records))
+    return "\n".join(lines) + "\n}}\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--check", action="store_true", help="compare with the committed file; exit 1 if they differ")
     args = parser.parse_args()
     document = build()
-    text = json.dumps(document, separators=(",", ":"), sort_keys=False) + "\n"
+    text = catalogue_text(document)
     if args.check:
         same = OUT.read_text(encoding="utf-8") == text
         print("the committed file matches" if same else f"{OUT} differs from transformers {document['transformers']}")

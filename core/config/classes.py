@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Mapping
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
 __all__ = ["ClassFacts", "class_facts", "facts_for", "model_types", "transformers_version"]
 
-_DATA = Path(__file__).with_name("transformers_classes.json")
+_DATA = os.path.join(os.path.dirname(__file__), "transformers_classes.json")
 
 Kind = Literal["rope", "no_rope", "composite", "unreadable"]
 
@@ -63,13 +63,39 @@ class ClassFacts(NamedTuple):
 
 
 @functools.cache
+def _raw() -> bytes:
+    with open(_DATA, "rb") as file:
+        return file.read()
+
+
+@functools.cache
 def _catalogue() -> tuple[str, Mapping[str, Any]]:
-    document = json.loads(_DATA.read_text(encoding="utf-8"))
+    document = json.loads(_raw())
     return str(document["transformers"]), document["classes"]
+
+
+def _entry(model_type: str) -> Mapping[str, Any] | None:
+    """One model_type's record, read without parsing the others: the file holds one class per
+    line (``scripts/transformers_classes.py`` writes it so), and the line is found by its key."""
+    raw = _raw()
+    key = b"\n" + json.dumps(model_type).encode() + b":"
+    start = raw.find(key)
+    if start < 0:
+        if raw.count(b"\n") > 2:  # one class a line: the model_type is not there
+            return None
+        found: Mapping[str, Any] | None = _catalogue()[1].get(model_type)  # another layout: parse it whole
+        return found
+    end = raw.find(b"\n", start + 1)
+    record: Mapping[str, Any] = json.loads(raw[start + len(key) : end].rstrip(b","))
+    return record
 
 
 def transformers_version() -> str:
     """The transformers release the facts were derived from (the ``reference`` extra pins it)."""
+    raw = _raw()
+    header = raw[: raw.find(b"\n")] if raw.count(b"\n") > 2 else b""
+    if header.endswith(b'"classes":{'):  # the first line: everything before the classes
+        return str(json.loads(header + b"}}")["transformers"])
     return _catalogue()[0]
 
 
@@ -88,7 +114,7 @@ def facts_for(config: Mapping[str, Any]) -> ClassFacts | None:
 @functools.lru_cache(maxsize=256)
 def class_facts(model_type: str) -> ClassFacts | None:
     """The facts for ``model_type``, or ``None`` if the pinned transformers has no such class."""
-    entry = _catalogue()[1].get(model_type)
+    entry = _entry(model_type)
     if entry is None:
         return None
     return ClassFacts(

@@ -111,13 +111,17 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
 def _check_depth(config: Mapping[str, Any], origin: str) -> None:
     """Refuse nesting deeper than :data:`MAX_DEPTH` (a mapping that contains itself included)."""
     stack: list[tuple[Any, int]] = [(config, 1)]
     while stack:
         value, depth = stack.pop()
-        if isinstance(value, (Mapping, list, tuple)):
-            if depth > MAX_DEPTH:
-                raise ConfigSourceError("", f"{origin}: nested deeper than any config (limit {MAX_DEPTH} levels)")
-            children = value.values() if isinstance(value, Mapping) else value
-            stack.extend((child, depth + 1) for child in children)
+        if depth > MAX_DEPTH:
+            raise ConfigSourceError("", f"{origin}: nested deeper than any config (limit {MAX_DEPTH} levels)")
+        for child in value.values() if isinstance(value, Mapping) else value:
+            kind = type(child)  # the JSON scalars first: an ABC check per number costs a load its speed
+            if kind not in _SCALARS and (kind is dict or kind is list or isinstance(child, (Mapping, list, tuple))):
+                stack.append((child, depth + 1))

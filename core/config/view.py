@@ -47,8 +47,16 @@ class ConfigView(Mapping[str, Any]):
                                   if wrapper_keys else config))
         self._defaults: Mapping[str, Any] = {**(defaults or {}), "model_type": model_type}
         self._model_type = model_type
+        self._found: dict[str, tuple[str, Any] | None] = {}
 
     def _find(self, name: str) -> tuple[str, Any] | None:
+        try:  # a load asks for the same few keys dozens of times; the layers never change
+            return self._found[name]
+        except KeyError:
+            found = self._found[name] = self._search(name)
+            return found
+
+    def _search(self, name: str) -> tuple[str, Any] | None:
         if name == "model_type" and self._model_type is not None:  # the identified code, wherever it was named
             for prefix, layer in self._layers:
                 if layer.get(name) == self._model_type:

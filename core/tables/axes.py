@@ -17,6 +17,7 @@ positions directly, :func:`~ropekit.tables.fill.direct_products`); otherwise eac
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -54,7 +55,7 @@ class _Mode(NamedTuple):
     positions: npt.NDArray[np.int64]
     kind: str  # "run", "direct" or "scattered"
     low: int
-    count: int
+    run_length: int
 
 
 def _mode(part: AxisPart, positions: npt.NDArray[np.int64]) -> _Mode:
@@ -81,7 +82,7 @@ def fill_axes(
         mode.part.plan.offsets(np.complex128 if cos.dtype == np.float64 else np.complex64)
         mode.part.plan.steps()
     per = -(-tokens // wanted)
-    run_all([lambda low=low: _fill_tokens(modes, low, min(tokens, low + per), slots, cos, sin, layout)
+    run_all([functools.partial(_fill_tokens, modes, low, min(tokens, low + per), slots, cos, sin, layout)
              for low in range(0, tokens, per)])
 
 
@@ -128,7 +129,7 @@ def _place(mode: _Mode, low: int, high: int, row: npt.NDArray[Any], spare: npt.N
     if mode.kind == "run":
         relative = positions - mode.low
         first, last = int(relative.min()) // BLOCK, int(relative.max()) // BLOCK
-        count = min(mode.count - first * BLOCK, (last - first + 1) * BLOCK)
+        count = min(mode.run_length - first * BLOCK, (last - first + 1) * BLOCK)
         if count * pairs <= spare.shape[0]:
             products = spare[: count * pairs].reshape(count, pairs)
         else:  # the chunk's positions are spread over more of the run than the scratch holds
@@ -185,9 +186,9 @@ def small_axes(
         direct.append(count <= _DIRECT)
     work = _work_dtype(cos.dtype)
     axis = slots.axis
-    low = np.asarray(lows, dtype=np.int64)
+    lowest = np.asarray(lows, dtype=np.int64)
     if not any(direct):
-        products = _run_slots(full, slots, rows, low, work)
+        products = _run_slots(full, slots, rows, lowest, work)
     else:
         wide = work is np.complex128 or cos.dtype != np.float32  # float16 / bfloat16: one rounding from float64
         products = unit_circle(rows[axis].T.astype(np.float64) * slots.frequencies, full.factor,
@@ -195,7 +196,7 @@ def small_axes(
         if not all(direct):
             runs = ~np.asarray(direct)[axis]
             products[:, runs] = _run_slots(full, Slots(axis[runs], slots.freq[runs], slots.frequencies[runs],
-                                                       slots.step0[runs]), rows, low, work)
+                                                       slots.step0[runs]), rows, lowest, work)
     split(products, cos, sin, layout)
     return True
 
@@ -209,4 +210,5 @@ def _run_slots(full: Plan, slots: Slots, rows: npt.NDArray[np.int64], low: npt.N
     base = (unit_circle(slot_low * slots.frequencies, full.factor, np.complex128) * slots.step0).astype(work)
     offsets = full.offsets(work)
     flat = (rows - low[:, None])[axis].T * offsets.shape[1] + slots.freq  # (tokens, slots) into the table
-    return np.multiply(base, np.take(offsets.reshape(-1), flat))  # base first, as the text path multiplies
+    products: npt.NDArray[Any] = np.multiply(base, np.take(offsets.reshape(-1), flat))  # base first, as the text path
+    return products

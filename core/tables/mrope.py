@@ -186,7 +186,7 @@ def mrope_cos_sin(
     dtype: npt.DTypeLike,
     out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None,
     threads: int | None,
-    plans: dict[Any, Plan],
+    plans: dict[Any, Any],
 ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
     """cos/sin of a multimodal table: each axis's columns computed by the text path (float64
     angles, one rounding) on that axis's positions, then placed in their columns (exact copies).

@@ -9,7 +9,7 @@ import json
 import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -357,7 +357,8 @@ def test_few_tokens_and_chunks_give_the_general_paths_bits(model_type: str, monk
     table = _table(CASES[model_type])
     rng = np.random.default_rng(5)
     n = table.mrope_axes
-    layouts = ["neox"] if table.mrope_composition == "full_width" else ["neox", "gptj", "half"]
+    layouts: list[Literal["neox", "gptj", "half"]] = (["neox"] if table.mrope_composition == "full_width"
+                                                     else ["neox", "gptj", "half"])
     few = [np.stack([np.full(3, 40)] * n), np.stack([np.arange(16) + 7 * a for a in range(n)]),
            np.stack([np.full(64, 9)] + [9 + np.arange(64) % (a + 5) for a in range(1, n)]), np.full((n, 1), 123456)]
     many = [np.stack([np.arange(5000) + 3 * a for a in range(n)]), rng.integers(0, 60000, (n, 3000))]
