@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from .fill import _work_dtype, borrowed, direct_products, position_products, run_products, store_chunk
+from .fill import borrowed, direct_products, position_products, run_products, store_chunk, work_dtype
 from .plan import BLOCK, Plan, unit_circle
 from .small import split
 from .workers import available_cores, run_all
@@ -184,7 +184,7 @@ def small_axes(
         if count > BLOCK:  # past one block: the general path (a run of at most 256 is always a run)
             return False
         direct.append(count <= _DIRECT)
-    work = _work_dtype(cos.dtype)
+    work = work_dtype(cos.dtype)
     axis = slots.axis
     lowest = np.asarray(lows, dtype=np.int64)
     if not any(direct):

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 
 __all__ = ["base_rows", "borrowed", "direct_products", "fill_positions", "fill_run", "position_products",
-           "run_products", "store_chunk"]
+           "run_products", "store_chunk", "work_dtype"]
 
 _CHUNK_PRODUCTS = 131072  # products per numpy call (1 MiB of complex64): fewer calls beat a smaller cache footprint
 _ROWS_PER_THREAD = 2048  # the fewest positions a thread is given
@@ -71,7 +71,7 @@ def fill_positions(plan: Plan, where: npt.NDArray[np.int64], cos: Any, sin: Any,
     if count <= _DIRECT:
         _fill_direct(plan, where.astype(np.float64), cos, sin, layout)
         return
-    work = _work_dtype(cos.dtype)
+    work = work_dtype(cos.dtype)
     pairs = plan.freq.shape[0]
     size = min(count, _CHUNK_PRODUCTS // pairs + 1)
     block_size = size * pairs
@@ -157,7 +157,7 @@ def fill_run(plan: Plan, start: int, count: int, cos: Any, sin: Any, layout: str
     if threads == 1:
         _fill_contiguous(plan, start, 0, count, cos, sin, layout)
         return
-    plan.offsets(_work_dtype(cos.dtype))  # built once, before the threads
+    plan.offsets(work_dtype(cos.dtype))  # built once, before the threads
     plan.steps()
     # the caller starts at once, a helper some 20 us later: the caller's slice takes a block more
     per = max(1, (blocks - 1) // threads)
@@ -188,7 +188,7 @@ def base_rows(plan: Plan, start: int, first: int, blocks: int, work: Any) -> npt
     return (row * plan.steps()[near : near + blocks]).astype(work)
 
 
-def _work_dtype(out: np.dtype[Any]) -> Any:
+def work_dtype(out: np.dtype[Any]) -> Any:
     return np.complex128 if out == np.float64 else np.complex64
 
 
@@ -217,7 +217,7 @@ def _fill_contiguous(plan: Plan, start: int, first: int, count: int, cos: Any, s
     block's base row (see :func:`base_rows`) times the plan's offset table, in chunks of about 128k
     products (:func:`run_products`) written straight into the outputs in their layout.
     """
-    work = _work_dtype(cos.dtype)
+    work = work_dtype(cos.dtype)
     pairs = plan.freq.shape[0]
     chunk_rows = max(1, min(STEPS, _CHUNK_PRODUCTS // (BLOCK * pairs))) * BLOCK
     chunk = chunk_rows * pairs

@@ -30,8 +30,8 @@ import numpy as np
 
 from ..errors import ArgumentError, ArgumentTypeError
 from .axes import AxisPart, Slots, fill_axes, small_axes
-from .plan import Plan
-from .rotary import _checked_out, _out_dtype, cos_sin
+from .plan import Plan, checked_out
+from .rotary import _out_dtype, cos_sin
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -206,7 +206,7 @@ def mrope_cos_sin(
         shape = (half_cos.shape[0], mapping.freq.shape[0])
         if out is None:
             return half_cos[:, mapping.freq], half_sin[:, mapping.freq]
-        cos, sin = _checked_out(out, shape, _out_dtype(dtype))
+        cos, sin = checked_out(out, shape, _out_dtype(dtype))
         np.take(half_cos, mapping.freq, axis=1, out=cos)
         np.take(half_sin, mapping.freq, axis=1, out=sin)
         return cos, sin
@@ -217,7 +217,7 @@ def mrope_cos_sin(
         both = np.empty((2, *shape), dtype=chosen)
         cos, sin = both[0], both[1]
     else:
-        cos, sin = _checked_out(out, shape, chosen)
+        cos, sin = checked_out(out, shape, chosen)
     if rows.shape[1] == 0:  # no positions: no rows, as the text path gives (0, width)
         return cos, sin
     rows, lows, highs = _checked_rows(rows, full.limit)

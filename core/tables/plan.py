@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ArgumentTypeError
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["BLOCK", "KEPT_BLOCKS", "MAX_ANGLE", "STEPS", "Plan", "max_position", "unit_circle"]
+__all__ = ["BLOCK", "KEPT_BLOCKS", "MAX_ANGLE", "STEPS", "Plan", "checked_out", "max_position", "unit_circle"]
 
 BLOCK = 256  # positions per block: the offset table's rows
 STEPS = 64  # rows of the plan's step table: exp(i 256 k f) for k < 64, float64
@@ -43,6 +43,25 @@ def unit_circle(angles: npt.NDArray[np.float64], scale: float, work: Any) -> npt
     values.real = np.cos(angles) * scale
     values.imag = np.sin(angles) * scale
     return values
+
+
+def checked_out(out: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[Any, Any]:
+    """``out`` as its ``(cos, sin)`` buffers once both are writable, C-contiguous, separate numpy
+    arrays of ``shape`` and ``dtype``; else an :class:`~ropekit.ArgumentError` naming the buffer."""
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise ArgumentTypeError("out", f"expected a (cos, sin) pair of numpy arrays, got {type(out).__name__}")
+    for name, array in zip(("out[0]", "out[1]"), out, strict=True):
+        if not isinstance(array, np.ndarray):
+            raise ArgumentTypeError(name, f"expected a numpy array, got {type(array).__name__}")
+        if array.shape != shape or array.dtype != dtype:
+            raise ArgumentError(name, f"expected {dtype} of shape {shape}, got {array.dtype} {array.shape}")
+        if not array.flags.writeable:
+            raise ArgumentError(name, "is read-only")
+        if not array.flags.c_contiguous:
+            raise ArgumentError(name, "must be C-contiguous (rows of a cache buffer)")
+    if np.shares_memory(out[0], out[1]):
+        raise ArgumentError("out", "cos and sin buffers overlap; give two separate arrays")
+    return out[0], out[1]
 
 
 class Plan:

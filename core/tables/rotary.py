@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import ArgumentError, ArgumentTypeError
 from .fill import fill_positions, fill_run
-from .plan import Plan
+from .plan import Plan, checked_out
 from .small import small_cos_sin
 
 if TYPE_CHECKING:
@@ -102,23 +102,6 @@ def _check_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
     return chosen
 
 
-def _checked_out(out: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[Any, Any]:
-    if not isinstance(out, tuple) or len(out) != 2:
-        raise ArgumentTypeError("out", f"expected a (cos, sin) pair of numpy arrays, got {type(out).__name__}")
-    for name, array in zip(("out[0]", "out[1]"), out, strict=True):
-        if not isinstance(array, np.ndarray):
-            raise ArgumentTypeError(name, f"expected a numpy array, got {type(array).__name__}")
-        if array.shape != shape or array.dtype != dtype:
-            raise ArgumentError(name, f"expected {dtype} of shape {shape}, got {array.dtype} {array.shape}")
-        if not array.flags.writeable:
-            raise ArgumentError(name, "is read-only")
-        if not array.flags.c_contiguous:
-            raise ArgumentError(name, "must be C-contiguous (rows of a cache buffer)")
-    if np.shares_memory(out[0], out[1]):
-        raise ArgumentError("out", "cos and sin buffers overlap; give two separate arrays")
-    return out[0], out[1]
-
-
 def cos_sin(
     inv_freq: npt.NDArray[np.float64] | Plan,
     attention_factor: float,
@@ -172,7 +155,7 @@ def cos_sin(
         both = np.empty((2, count, width), dtype=out_dtype)
         cos, sin = both[0], both[1]
     else:
-        cos, sin = _checked_out(out, (count, width), out_dtype)
+        cos, sin = checked_out(out, (count, width), out_dtype)
     if count == 0 or pairs == 0:
         return cos, sin
     if isinstance(where, tuple):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .plan import BLOCK, Plan
+from .plan import BLOCK, Plan, checked_out
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -99,9 +99,7 @@ def small_cos_sin(
         both = np.empty((2, count, width), dtype=dtype)
         cos, sin = both[0], both[1]
     else:
-        from .rotary import _checked_out
-
-        cos, sin = _checked_out(out, (count, width), dtype)
+        cos, sin = checked_out(out, (count, width), dtype)
     if pairs == 0:
         return cos, sin
     work = np.complex128 if dtype == np.float64 else np.complex64
