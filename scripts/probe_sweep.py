@@ -315,13 +315,19 @@ def _rejudge(out: Path) -> int:
     return 0
 
 
-def _sweep_published(timeout: float) -> int:
+def _sweep_published(timeout: float, only: str | None = None) -> int:
+    """Probe the published configs (``only``: these file names, keeping the other recorded ones)."""
     import transformers
 
     context = multiprocessing.get_context("spawn")
     document: dict[str, Any] = {"transformers": transformers.__version__,
                                 "command": "python scripts/probe_sweep.py --published", "configs": {}}
+    names = {name for name in only.split(",") if name} if only else None
+    if names is not None and PUBLISHED_OUT.exists():
+        document["configs"] = json.loads(PUBLISHED_OUT.read_text())["configs"]
     for path in sorted(PUBLISHED.glob("*.json")):
+        if names is not None and path.name not in names:
+            continue
         started = time.perf_counter()
         result = _probe_in_child(context, path.name, timeout, probe_published)
         result = {"verdict": "not_measured", **result.get("default", {}), **result} if "default" in result else result
@@ -335,7 +341,7 @@ def _sweep_published(timeout: float) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--only", help="comma-separated model_types")
+    parser.add_argument("--only", help="comma-separated model_types (with --published: config file names)")
     parser.add_argument("--limit", type=int, help="probe at most N classes not yet recorded")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per class")
     parser.add_argument("--out", type=Path, default=OUT)
@@ -355,7 +361,7 @@ def main() -> int:
     import transformers
 
     if args.published:
-        return _sweep_published(args.timeout)
+        return _sweep_published(args.timeout, args.only)
 
     if args.merge:
         merged: dict[str, Any] = {"transformers": transformers.__version__,

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
-__all__ = ["ClassFacts", "class_facts", "facts_for", "model_types", "transformers_version"]
+__all__ = ["ClassFacts", "class_facts", "facts_for", "model_types", "rope_keys", "transformers_version"]
 
 _DATA = Path(__file__).with_name("transformers_classes.json")
 
@@ -60,12 +60,41 @@ class ClassFacts(NamedTuple):
     folds: str | None = None
     """A ``layer_types`` entry the class folds into the layer before it (Dory's ``"mlp"``): each
     ``(attention type, folds)`` pair is one decoder layer."""
+    spellings: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None
+    """Which top-level keys the config class converts into which field of its rope parameters
+    (``rope_theta``, ``partial_rotary_factor``), per layer type (``""``: its one block), the
+    winning spelling first (GPT-NeoX: ``rotary_pct``, ``rotary_emb_base``). ``None``: the class
+    keeps no rope parameters (GPT-J, CodeGen)."""
+    spellings_beside_block: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None
+    """The same, when the config also states a flat rope block, where that differs (``None``: as
+    :attr:`spellings`)."""
+    reads: frozenset[str] = frozenset()
+    """Rope keys the modeling code reads as attributes of its config (GPT-J's ``rotary_dim``)."""
 
 
 @functools.cache
+def _document() -> Mapping[str, Any]:
+    document: Mapping[str, Any] = json.loads(_DATA.read_text(encoding="utf-8"))
+    return document
+
+
 def _catalogue() -> tuple[str, Mapping[str, Any]]:
-    document = json.loads(_DATA.read_text(encoding="utf-8"))
+    document = _document()
     return str(document["transformers"]), document["classes"]
+
+
+def rope_keys() -> frozenset[str]:
+    """Every top-level key some config class of the pinned transformers converts into its rope
+    parameters (``rotary_pct``, ``rope_local_base_freq``, ``global_rope_theta``, ...), as derived
+    from the classes' own code."""
+    return frozenset(_document()["rope_keys"])
+
+
+def _spelling_table(value: Any) -> Mapping[str, Mapping[str, tuple[str, ...]]] | None:
+    if value is None:
+        return None
+    return MappingProxyType({field: MappingProxyType({name: tuple(keys) for name, keys in per_type.items()})
+                             for field, per_type in value.items()})
 
 
 def transformers_version() -> str:
@@ -105,4 +134,7 @@ def class_facts(model_type: str) -> ClassFacts | None:
         folds=entry.get("folds"),
         last_layer=entry.get("last_layer"),
         flat_scaling=MappingProxyType(dict(entry["flat_scaling"])) if entry.get("flat_scaling") else None,
+        spellings=_spelling_table(entry.get("spellings")),
+        spellings_beside_block=_spelling_table(entry.get("spellings_beside_block")),
+        reads=frozenset(entry.get("reads", ())),
     )

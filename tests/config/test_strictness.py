@@ -276,19 +276,23 @@ def test_cohere2_full_layers_are_nope() -> None:
 
 
 def test_family_defaults_never_silently_full_rotary() -> None:
-    assert _load({**BASE, "model_type": "gpt_neox"}).table.rotary_dim == 16  # rotary_pct 0.25
+    # GPT-NeoX's config class reads its base from rotary_emb_base: a top-level rope_theta is ignored
+    with pytest.warns(UserWarning, match=r"rope_theta: gpt_neox's code ignores it"):
+        neox = _load({**BASE, "model_type": "gpt_neox"}).table
+    assert neox.rotary_dim == 16 and neox.geometry.theta == 10000.0  # rotary_pct 0.25, rotary_emb_base 10000
     assert _load({**BASE, "model_type": "phi"}).table.rotary_dim == 32  # partial_rotary_factor 0.5
     glm = _load({**BASE, "model_type": "glm"}).table
     assert glm.rotary_dim == 32 and glm.layout == "gptj"
-    with pytest.raises(ropekit.RopeConfigError, match="overwrites it with 0.5"):
-        _load({**BASE, "model_type": "bamba", "partial_rotary_factor": 1.0})
+    # Bamba's config class sets its own factor 0.5 and never reads a top-level one: served as its code runs
+    with pytest.warns(UserWarning, match=r"partial_rotary_factor: bamba's code ignores it"):
+        assert _load({**BASE, "model_type": "bamba", "partial_rotary_factor": 1.0}).table.rotary_dim == 32
 
 
 def test_rotary_dim_is_honoured_and_checked() -> None:
     table = _load({"model_type": "minimax_m1", "head_dim": 128, "rotary_dim": 64, "rope_theta": 1e7}).table
     assert table.rotary_dim == 64 and table.head_dim == 128  # MiniMax-M1's remote code rotates rotary_dim
     # transformers' own MiniMax class computes plain RoPE over the whole head whatever the config says
-    with pytest.warns(UserWarning, match=r"rotary_dim: minimax's rotary module does not apply it to plain RoPE"):
+    with pytest.warns(UserWarning, match=r"rotary_dim: minimax's code ignores it"):
         table = _load({"model_type": "minimax", "head_dim": 128, "rotary_dim": 64, "rope_theta": 1e7}).table
     assert table.rotary_dim == 128
     with pytest.raises(ropekit.RopeConfigError, match="conflicts with") as caught:
