@@ -20,6 +20,8 @@ Per model_type:
   number, or one per layer type), what a config stating no base gets.
 - ``rope_block``: the rest of that ``rope_parameters`` when it is more than a plain base (a scheme
   such as Ministral-3's yarn, a partial rotary factor), what a config stating no rope block gets.
+- ``rope_blocks``: for a class whose rope parameters are nested per layer type, each type's default
+  block without its base, where one is more than plain RoPE (``null``: a type without RoPE).
 - ``mrope`` (classes whose rotary module composes multimodal positions): observed, not read: the
   class's own rotary module is run on one position axis at a time, and each cos/sin column's axis
   and frequency are matched against the compositions of ``ropekit.tables.mrope``. ``composition``
@@ -35,6 +37,10 @@ Per model_type:
   (Gemma-4: ``full_attention``), observed on the config class.
 - ``folds``: a block name whose ``layer_types`` entries the class folds into the layer before
   (Dory: ``attention, "mlp"`` pairs are one decoder layer), observed on the config class.
+- ``layer_plan``: the layer plan the class builds when a config states no ``layer_types``: a
+  ``pattern`` repeated over the layers (``null``: none was found), and the config ``keys`` that
+  change it (each with its ``default`` and the ``patterns`` per value), observed by building the
+  class at many layer counts with each candidate key changed.
 - ``unread``: geometry keys the class's config declares but its own rotary module is observed not
   to follow (``rotary_dim`` of MiniMax-M3-VL's text model): ropekit does not read them either.
 - ``spellings``: which top-level keys (of ``rope_keys``: every key some config class's
@@ -138,10 +144,14 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
     if ROTATES.search(source) or (fields & ROPE_FIELDS and not source):
         entry = {"kind": "rope", "defaults": _defaults(config_class, read_keys, aliases)}
         observed = {"theta": _class_theta(config_class), "rope_block": _class_rope_block(config_class),
+                    "rope_blocks": _class_rope_blocks(config_class),
                     "flat_scaling": _flat_scaling(config_class), "folds": _folds(config_class),
                     "last_layer": _last_layer(config_class), "unread": _unread(config_class)}
         entry.update((name, fact) for name, fact in observed.items() if fact)  # a base is never 0
         entry.update(_key_facts(config_class))  # an empty spelling list is a fact too: nothing converted
+        plan = _layer_plan(config_class, observed["last_layer"])
+        if plan is not None:
+            entry["layer_plan"] = plan
         if observed["unread"]:
             entry["defaults"] = {key: value for key, value in entry["defaults"].items()
                                  if key not in observed["unread"]}
@@ -194,6 +204,24 @@ def _class_rope_block(config_class: type) -> dict[str, Any] | None:
     if block.get("rope_type", "default") == "default" and not set(block) - {"rope_type"}:
         return None
     return dict(sorted(block.items()))
+
+
+def _class_rope_blocks(config_class: type) -> dict[str, Any] | None:
+    """For a class whose default rope parameters are nested per layer type, each type's block without
+    its base (``theta`` has it) where some type's is more than plain RoPE (Gemma-4's proportional
+    full layers, Laguna's partial rotary factor 0.5 on them) or is null (a type without RoPE):
+    what a config stating no rope block gets per layer type."""
+    parameters = _default_rope_parameters(config_class)
+    if parameters is None or not all(isinstance(block, dict) or block is None for block in parameters.values()):
+        return None
+    if "rope_type" in parameters or "rope_theta" in parameters:
+        return None
+    blocks = {name: None if block is None else
+              dict(sorted((key, value) for key, value in block.items() if key != "rope_theta" and _jsonable(value)))
+              for name, block in parameters.items()}
+    plain = all(block is not None and set(block) <= {"rope_type"} and block.get("rope_type", "default") == "default"
+                for block in blocks.values())
+    return None if plain else dict(sorted(blocks.items()))
 
 
 def _rotary_modules(config_class: type, *, multimodal: bool = True) -> list[type]:
@@ -454,6 +482,95 @@ def _key_facts(config_class: type) -> dict[str, Any]:
     if reads:
         facts["reads"] = reads
     return facts
+
+
+PLAN_LENGTHS = (*range(1, 13), 16, 24, 36, 48, 64)
+"""The layer counts a class's default layer plan is observed at."""
+LONGEST_PERIOD = 16
+"""A pattern longer than this is not taken for a repetition (it would be seen fewer than four times)."""
+PLAN_VALUES = range(1, 9)
+"""The values of an integer plan key (ModernBERT's ``global_attn_every_n_layers``) a plan is observed at."""
+
+
+def _plan_at(config_class: type, layers: int, **stated: Any) -> list[str] | None:
+    try:
+        built = config_class.from_dict({"num_hidden_layers": layers, **stated})
+    except Exception:
+        return None
+    types = getattr(built, "layer_types", None)
+    return [str(name) for name in types] if isinstance(types, (list, tuple)) and len(types) == layers else None
+
+
+def _periodic(config_class: type, last: str | None, **stated: Any) -> list[str] | None:
+    """The pattern whose repetition over any number of layers is the plan the class builds (its
+    last layer forced to ``last`` where the class forces it), observed at :data:`PLAN_LENGTHS`;
+    ``None``: the plan is no repetition of one pattern (or the class builds none)."""
+    plans = {layers: _plan_at(config_class, layers, **stated) for layers in PLAN_LENGTHS}
+    longest = plans[PLAN_LENGTHS[-1]]
+    if longest is None or any(plan is None for plan in plans.values()):
+        return None
+    body = longest[:-1] if last is not None else longest
+    period = next(size for size in range(1, len(body) + 1)
+                  if all(body[index] == body[index % size] for index in range(len(body))))
+    if period > LONGEST_PERIOD:
+        return None
+    pattern = body[:period]
+    for layers, plan in plans.items():
+        expected = [pattern[index % period] for index in range(layers)]
+        if last is not None:
+            expected[-1] = last
+        if plan != expected:
+            return None
+    return pattern
+
+
+def _plan_keys(config_class: type) -> list[tuple[str, Any]]:
+    """Keys that may steer a class's default layer plan, each with its default (``None``: the class
+    takes it from the config's ``kwargs``): its dataclass fields of int, bool or no default, and
+    every key its own code takes from ``kwargs``."""
+    import inspect
+
+    found: dict[str, Any] = {}
+    for field in dataclasses.fields(config_class):
+        default = field.default
+        if field.name in ("num_hidden_layers", "layer_types") or default is dataclasses.MISSING:
+            continue
+        if default is None or isinstance(default, (bool, int)):
+            found[field.name] = default
+    try:
+        source = inspect.getsource(config_class)
+    except Exception:
+        source = ""
+    for name in re.findall(r'kwargs\.(?:pop|get)\(\s*"(\w+)"', source):
+        found.setdefault(name, None)
+    return sorted(found.items())
+
+
+def _layer_plan(config_class: type, last: str | None) -> dict[str, Any] | None:
+    """The layer plan a class builds when a config states no ``layer_types``: ``pattern`` repeated
+    over the layers (:func:`_periodic`; ``null``: it builds no such plan), and ``keys``, the config
+    keys that change it, each with its ``default`` and the pattern the class builds at each value
+    (``patterns``, per value of :data:`PLAN_VALUES` for an integer key, ``true``/``false`` for a
+    flag; a value whose plan is no pattern is left out). Found by building the class with each key
+    of :func:`_plan_keys` changed and comparing the plans; ``None`` for a class without
+    ``layer_types``."""
+    if not dataclasses.is_dataclass(config_class) or "layer_types" not in {
+            field.name for field in dataclasses.fields(config_class)}:
+        return None
+    base = _plan_at(config_class, 12)
+    if base is None:
+        return None
+    keys: dict[str, Any] = {}
+    for key, default in _plan_keys(config_class):
+        tries = [not default] if isinstance(default, bool) else [default + 1] if isinstance(default, int) else [2, 3]
+        if not any((plan := _plan_at(config_class, 12, **{key: value})) is not None and plan != base
+                   for value in tries):
+            continue
+        values: list[Any] = [True, False] if isinstance(default, bool) else list(PLAN_VALUES)
+        patterns = {json.dumps(value): _periodic(config_class, last, **{key: value}) for value in values}
+        keys[key] = {"default": default, "patterns": {value: pattern for value, pattern in patterns.items()
+                                                       if pattern is not None}}
+    return {"pattern": _periodic(config_class, last), "keys": keys}
 
 
 def _last_layer(config_class: type) -> str | None:

@@ -70,6 +70,13 @@ class ClassFacts(NamedTuple):
     :attr:`spellings`)."""
     reads: frozenset[str] = frozenset()
     """Rope keys the modeling code reads as attributes of its config (GPT-J's ``rotary_dim``)."""
+    rope_blocks: Mapping[str, Mapping[str, Any] | None] | None = None
+    """For a class keeping rope parameters per layer type: each type's default block without its base,
+    where one is more than plain RoPE (``None`` for a type: it applies none)."""
+    layer_plan: Mapping[str, Any] | None = None
+    """The layer plan the config class builds when a config states no ``layer_types``: ``pattern``
+    (repeated over the layers; ``None``: no repetition ropekit derived) and ``keys``, the config keys
+    that change it, each with its ``default`` and ``patterns`` (the pattern per JSON-spelt value)."""
 
 
 @functools.cache
@@ -137,4 +144,8 @@ def class_facts(model_type: str) -> ClassFacts | None:
         spellings=_spelling_table(entry.get("spellings")),
         spellings_beside_block=_spelling_table(entry.get("spellings_beside_block")),
         reads=frozenset(entry.get("reads", ())),
+        layer_plan=MappingProxyType(dict(entry["layer_plan"])) if entry.get("layer_plan") else None,
+        rope_blocks=MappingProxyType({name: None if block is None else MappingProxyType(dict(block))
+                                      for name, block in entry["rope_blocks"].items()})
+        if entry.get("rope_blocks") else None,
     )

@@ -148,6 +148,17 @@ class ParsedConfig(NamedTuple):
     layer_types: tuple[str, ...]
     no_rope_types: frozenset[str] = frozenset()
     no_rope_layers: tuple[int, ...] = ()
+    layers_path: str = "num_hidden_layers"
+    """Where the number of layers is (or would be) stated, for a refusal that needs it."""
+
+    def check_layers_placed(self) -> None:
+        """No crash after load: with more than one table, every layer's must be known (``layer_types``,
+        or the class's own plan, needs the number of layers), or the config is refused here rather
+        than at the first :meth:`~ropekit.ModelRope.for_layer`."""
+        if len(self.blocks) > 1 and not self.layer_types:
+            raise RopeConfigError(self.layers_path, "missing: needed, with layer_types or the class's own layer "
+                                  "plan, to say which layers use which of the rope parameters given per layer type "
+                                  f"({', '.join(block.layer_type for block in self.blocks)})")
 
 
 def parse_config(
@@ -215,9 +226,11 @@ def parse_config(
             blocks = (blocks[0]._replace(layer_type=attention[0]),)  # name the one table as its layers do
     if nested:
         _check_nested_types(plan.layer_types, raw_blocks, no_rope_types, source_path)
+
     _warn_ignored(view, family)
     judge(lookalikes, functools.partial(_served, view, blocks, source), strict=strict)
-    return ParsedConfig(blocks, plan.layer_types, frozenset(no_rope_types), plan.no_rope_layers)
+    return ParsedConfig(blocks, plan.layer_types, frozenset(no_rope_types), plan.no_rope_layers,
+                        view.path("num_hidden_layers"))
 
 
 def _served(view: ConfigView, blocks: tuple[RopeBlock, ...], source: Mapping[str, Any], fact: str) -> Any:
@@ -257,7 +270,7 @@ def _check_nested_types(
 
 def _flat_scaling(
     view: ConfigView, source: Mapping[str, Any], source_path: str
-) -> dict[str, tuple[str, Mapping[str, Any]]] | None:
+) -> dict[str, tuple[str, Mapping[str, Any] | None]] | None:
     """A flat (transformers v4) rope block stated for a class whose rope parameters are per layer
     type: the block per layer type as the class's config class applies it (derived: Gemma-3 and
     OLMo-3 scale their full-attention layers, ModernBERT both). ``None``: not such a config. A
@@ -265,6 +278,11 @@ def _flat_scaling(
     type plain RoPE while the config declares a scheme."""
     model_type = view.get("model_type")
     facts = facts_for(view)
+    types = [] if facts is None else list(facts.rope_blocks) if facts.rope_blocks else \
+        list(facts.theta) if isinstance(facts.theta, Mapping) else []
+    if facts is not None and isinstance(facts.theta, Mapping) and len(types) > 1 and not source:
+        # no rope block stated: every layer type as the class fills it in (its base, its block, its plan)
+        return {name: ("", _class_type_block(view, facts.rope_blocks, name)) for name in types}
     if facts is None or facts.flat_scaling is None or not source_path:
         return None
     scaled = tuple(facts.flat_scaling["layer_types"])
@@ -283,6 +301,25 @@ def _flat_scaling(
             f"block, so it would serve {', '.join(scaled)} layers plain RoPE although the config declares "
             f"{kind!r}; spell it rope_type if the checkpoint was trained with {kind!r}, else remove the block"))
     return {name: ((source_path, source) if name in scaled else ("", {})) for name in facts.theta}
+
+
+def _class_type_block(
+    view: ConfigView, blocks: Mapping[str, Mapping[str, Any] | None] | None, layer_type: str
+) -> Mapping[str, Any] | None:
+    """One layer type's block as the class fills it in (Gemma-4's proportional full layers), without
+    the fields the config states under a spelling the class reads into them; ``None``: no RoPE."""
+    if blocks is None or layer_type not in blocks:
+        return {}
+    block = blocks[layer_type]
+    if block is None:
+        return None
+    reading = key_reading(view)
+
+    def stated(key: str) -> bool:
+        spellings = reading.keys_for(key, layer_type) if reading is not None else (key,)
+        return any(view.get(name) is not None and not view.defaulted(name) for name in spellings)
+
+    return {key: value for key, value in block.items() if not stated(key)}
 
 
 def _has_window(config: Mapping[str, Any]) -> bool:

@@ -424,9 +424,11 @@ def test_class_defaults_fill_what_a_saved_composite_omits() -> None:
     assert first is sliding and sixth is full
     assert _load({"model_type": "llama4_text", "head_dim": 128, "num_hidden_layers": 4}).table.geometry.theta == 5e5
     assert _load({"model_type": "llama", "head_dim": 128}).table.geometry.theta == 1e4
-    with pytest.raises(ropekit.RopeConfigError, match="state rope_parameters per layer type"):
-        _load({"model_type": "mellum", "head_dim": 64, "num_hidden_layers": 2,
-               "layer_types": ["sliding_attention", "full_attention"]})
+    # a class keeping its rope parameters per layer type fills each type's own default base in (MellumConfig
+    # from {"layer_types": [...]}: full_attention 5e5, sliding_attention 1e4)
+    mellum = _load({"model_type": "mellum", "head_dim": 64, "num_hidden_layers": 2,
+                    "layer_types": ["sliding_attention", "full_attention"]})
+    assert [table.geometry.theta for table in (mellum.for_layer(0), mellum.for_layer(1))] == [1e4, 5e5]
 
 
 def test_blocking_a_scheme_also_blocks_its_aliases(monkeypatch: pytest.MonkeyPatch) -> None:

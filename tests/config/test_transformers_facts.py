@@ -205,7 +205,13 @@ def test_a_flat_scaling_block_scales_the_layer_types_the_class_scales(model_type
             ropekit.load({**config, "rope_scaling": {"rope_type": "linear", "factor": 4.0}})
         assert dropped.value.path == "rope_scaling"
         return
+    if not (FACTS[model_type].get("layer_plan") or {}).get("pattern"):  # which layer is which is unknown
+        with pytest.raises(ropekit.RopeConfigError, match="state layer_types") as unplanned:
+            ropekit.load({**config, "rope_scaling": {"rope_type": "linear", "factor": 4.0}})
+        assert unplanned.value.path == "layer_types"  # refused at load, never a table that fails at for_layer
+        return
     rope = ropekit.load({**config, "rope_scaling": {"rope_type": "linear", "factor": 4.0}})
+    assert all(rope.for_layer(index) is not None for index in range(12)), model_type
     scaled = {name for name, table in rope.tables.items() if table.rope_type == "linear"}
     assert scaled == set(facts["layer_types"]) & set(rope.tables), model_type
     for name, table in rope.tables.items():
