@@ -501,27 +501,33 @@ def _plan_at(config_class: type, layers: int, **stated: Any) -> list[str] | None
     return [str(name) for name in types] if isinstance(types, (list, tuple)) and len(types) == layers else None
 
 
-def _periodic(config_class: type, last: str | None, **stated: Any) -> list[str] | None:
-    """The pattern whose repetition over any number of layers is the plan the class builds (its
-    last layer forced to ``last`` where the class forces it), observed at :data:`PLAN_LENGTHS`;
-    ``None``: the plan is no repetition of one pattern (or the class builds none)."""
+def _periodic(config_class: type, last: str | None, **stated: Any) -> dict[str, Any] | None:
+    """The plan the class builds over any number of layers, as a ``pattern`` (layer ``i`` is
+    ``pattern[i % len(pattern)]``) with its ``first`` and ``last`` layers forced where the class
+    forces them (FLINT's first layer, OLMo-hybrid's and Gemma-4's last), observed at
+    :data:`PLAN_LENGTHS`; ``None``: no such plan fits (or the class builds none)."""
     plans = {layers: _plan_at(config_class, layers, **stated) for layers in PLAN_LENGTHS}
     longest = plans[PLAN_LENGTHS[-1]]
     if longest is None or any(plan is None for plan in plans.values()):
         return None
-    body = longest[:-1] if last is not None else longest
-    period = next(size for size in range(1, len(body) + 1)
-                  if all(body[index] == body[index % size] for index in range(len(body))))
-    if period > LONGEST_PERIOD:
-        return None
-    pattern = body[:period]
-    for layers, plan in plans.items():
-        expected = [pattern[index % period] for index in range(layers)]
-        if last is not None:
-            expected[-1] = last
-        if plan != expected:
-            return None
-    return pattern
+    for first, end in ((None, last), (None, longest[-1]), (longest[0], last), (longest[0], longest[-1])):
+        body = range(1 if first is not None else 0, len(longest) - (1 if end is not None else 0))
+        period = next((size for size in range(1, LONGEST_PERIOD + 1)
+                       if all(longest[index] == longest[body[0] + (index - body[0]) % size] for index in body)), None)
+        if period is None:
+            continue
+        pattern = [longest[next(index for index in body if index % period == phase)] for phase in range(period)]
+        fits = True
+        for layers, plan in plans.items():
+            expected = [pattern[index % period] for index in range(layers)]
+            if first is not None:
+                expected[0] = first
+            if end is not None:
+                expected[-1] = end
+            fits = fits and plan == expected
+        if fits:
+            return {"pattern": pattern, "first": first, "last": end}
+    return None
 
 
 def _plan_keys(config_class: type) -> list[tuple[str, Any]]:
@@ -548,8 +554,10 @@ def _plan_keys(config_class: type) -> list[tuple[str, Any]]:
 
 def _layer_plan(config_class: type, last: str | None) -> dict[str, Any] | None:
     """The layer plan a class builds when a config states no ``layer_types``: ``pattern`` repeated
-    over the layers (:func:`_periodic`; ``null``: it builds no such plan), and ``keys``, the config
-    keys that change it, each with its ``default`` and the pattern the class builds at each value
+    over the layers with its forced ``first`` and ``last`` layers (:func:`_periodic`; ``null``: it
+    builds no such plan), the layer ``types`` it uses at any length, and ``keys``, the config keys
+    that change it, each with its ``default``
+    and the plan (pattern, first, last) the class builds at each value
     (``patterns``, per value of :data:`PLAN_VALUES` for an integer key, ``true``/``false`` for a
     flag; a value whose plan is no pattern is left out). Found by building the class with each key
     of :func:`_plan_keys` changed and comparing the plans; ``None`` for a class without
@@ -568,9 +576,11 @@ def _layer_plan(config_class: type, last: str | None) -> dict[str, Any] | None:
             continue
         values: list[Any] = [True, False] if isinstance(default, bool) else list(PLAN_VALUES)
         patterns = {json.dumps(value): _periodic(config_class, last, **{key: value}) for value in values}
-        keys[key] = {"default": default, "patterns": {value: pattern for value, pattern in patterns.items()
-                                                       if pattern is not None}}
-    return {"pattern": _periodic(config_class, last), "keys": keys}
+        keys[key] = {"default": default, "patterns": {value: plan for value, plan in patterns.items()
+                                                       if plan is not None}}
+    plan = _periodic(config_class, last) or {"pattern": None, "first": None, "last": None}
+    types = sorted({name for layers in PLAN_LENGTHS for name in (_plan_at(config_class, layers) or ())})
+    return {**plan, "types": types, "keys": keys}
 
 
 def _last_layer(config_class: type) -> str | None:

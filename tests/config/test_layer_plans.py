@@ -40,18 +40,24 @@ def test_a_config_without_layer_types_serves_every_layer_or_is_refused_at_load(m
                 model = ropekit.load(_minimal(model_type, layers))
         except ropekit.RopeConfigError as error:
             refusal = error
-        if refusal is not None:  # refused at load, by name: the plan (or a value it needs) is what is missing
-            assert refusal.path in ("layer_types", "num_hidden_layers") or not plan.get("pattern"), (model_type, refusal)
+        if refusal is not None:  # refused at load, by name; never for want of a plan the class was seen to build
+            assert not (plan.get("pattern") and refusal.path == "layer_types"), (model_type, refusal)
             continue
         assert len(model.layer_types) == layers, model_type
         for index in range(layers):
             model.for_layer(index)  # a table, or None for a layer without RoPE: never a LookupError
-        pattern = plan.get("pattern")
-        if pattern:
-            expected = [pattern[index % len(pattern)] for index in range(layers)]
-            if FACTS[model_type].get("last_layer"):
-                expected[-1] = FACTS[model_type]["last_layer"]
-            assert list(model.layer_types) == expected, model_type
+        if plan.get("pattern"):
+            assert list(model.layer_types) == _expected(plan, layers), model_type
+
+
+def _expected(plan: dict[str, Any], layers: int) -> list[str]:
+    """The plan as transformers builds it (``layer_plan``: pattern repeated, first and last forced)."""
+    expected = [plan["pattern"][index % len(plan["pattern"])] for index in range(layers)]
+    if plan.get("first"):
+        expected[0] = plan["first"]
+    if plan.get("last"):
+        expected[-1] = plan["last"]
+    return expected
 
 
 @pytest.mark.parametrize("model_type", sorted(name for name in PER_TYPE
@@ -59,16 +65,13 @@ def test_a_config_without_layer_types_serves_every_layer_or_is_refused_at_load(m
 def test_a_plan_key_the_config_states_chooses_the_classes_plan(model_type: str) -> None:
     """ModernBERT's ``global_attn_every_n_layers`` 2 makes every other layer global, as its class does."""
     for key, known in FACTS[model_type]["layer_plan"]["keys"].items():
-        for value, pattern in known["patterns"].items():
+        for value, plan in known["patterns"].items():
             if json.loads(value) == known["default"]:
                 continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 model = ropekit.load(_minimal(model_type, 12, **{key: json.loads(value)}))
-            expected = [pattern[index % len(pattern)] for index in range(12)]
-            if FACTS[model_type].get("last_layer"):
-                expected[-1] = FACTS[model_type]["last_layer"]
-            assert list(model.layer_types) == expected, (model_type, key, value)
+            assert list(model.layer_types) == _expected(plan, 12), (model_type, key, value)
 
 
 def test_modernbert_as_transformers_4_wrote_it() -> None:
