@@ -428,7 +428,8 @@ def test_class_defaults_fill_what_a_saved_composite_omits() -> None:
     # from {"layer_types": [...]}: full_attention 5e5, sliding_attention 1e4)
     mellum = _load({"model_type": "mellum", "head_dim": 64, "num_hidden_layers": 2,
                     "layer_types": ["sliding_attention", "full_attention"]})
-    assert [table.geometry.theta for table in (mellum.for_layer(0), mellum.for_layer(1))] == [1e4, 5e5]
+    assert [mellum["sliding_attention"].geometry.theta, mellum["full_attention"].geometry.theta] == [1e4, 5e5]
+    assert (mellum.for_layer(0), mellum.for_layer(1)) == (mellum["sliding_attention"], mellum["full_attention"])
 
 
 def test_blocking_a_scheme_also_blocks_its_aliases(monkeypatch: pytest.MonkeyPatch) -> None:
