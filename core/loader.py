@@ -74,6 +74,7 @@ def load(
         block.layer_type: build_table(block, registry.loaded(block.rope_type, path=block.rope_type_path), strict=strict)
         for block in parsed.blocks
     }
+    parsed.check_layers_placed()
     return ModelRope(
         MappingProxyType(tables),
         parsed.layer_types,

@@ -62,6 +62,7 @@ def _variants(model_type: str) -> dict[str, dict[str, Any]]:
     built = CONFIG_MAPPING[model_type]()
     saved = {"model_type": model_type, **built.to_diff_dict()}
     found = {"default": built.to_dict(), "saved": saved}
+    found.update(_key_variants(model_type, built, saved))
     block = getattr(built, "rope_parameters", None)
     if not isinstance(block, dict) or not block:
         return found
@@ -95,6 +96,56 @@ def _variants(model_type: str) -> dict[str, dict[str, Any]]:
     found[f"legacy_{kind}"] = legacy
     if partial == 1.0 and not nested:
         found["partial"] = {**saved, "rope_parameters": {**block, "partial_rotary_factor": 0.5}}
+    return found
+
+
+def _key_variants(model_type: str, built: Any, saved: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The configs of a 4.x save and of a config that states little, chosen from the class's derived
+    facts (``core/config/transformers_classes.json``), each without the saved rope block:
+
+    - ``v4_keys``: every top-level spelling the class converts under a name other than its field
+      (GPT-NeoX's ``rotary_pct``, ModernBERT's ``global_rope_theta``), set to another valid value;
+    - ``v4_ignored``: each of ``partial_rotary_factor``, ``rope_theta`` and a flat ``rope_scaling``
+      (keys most classes read) that this class neither converts nor reads, set to another value;
+    - ``minimal``: for a class that builds its own layer plan, the saved config without
+      ``layer_types``, so the class's default plan is what runs."""
+    facts = json.loads(CLASSES.read_text())["classes"].get(model_type, {})
+    if facts.get("kind") != "rope":
+        return {}
+    bare = {key: value for key, value in saved.items() if key not in ("rope_parameters", "rope_scaling")}
+    theta = facts.get("theta")
+    base = float(theta if isinstance(theta, (int, float)) else max((theta or {"": 10000.0}).values()))
+    try:
+        head_dim = int(getattr(built, "head_dim", None) or built.hidden_size // built.num_attention_heads)
+    except (AttributeError, TypeError, ZeroDivisionError):
+        head_dim = 0
+
+    def value_for(key: str, field: str) -> Any:
+        if key == "rotary_dim":
+            return head_dim // 2 if head_dim >= 8 and head_dim % 4 == 0 else None
+        return 0.5 if field == "partial_rotary_factor" else 3.0 * base
+
+    found: dict[str, dict[str, Any]] = {}
+    spellings = facts.get("spellings")
+    renamed = {key: field for field, per_type in (spellings or {}).items() for keys in per_type.values()
+               for key in keys if key != field}
+    stated = {key: value_for(key, field) for key, field in sorted(renamed.items())}
+    stated = {key: value for key, value in stated.items() if value is not None}
+    if stated:
+        found["v4_keys"] = {**bare, **stated}
+    reads = set(facts.get("reads", ()))
+    read = {key for per_type in (spellings or {}).values() for keys in per_type.values() for key in keys} | reads
+    ignored: dict[str, Any] = {}
+    for key in ("partial_rotary_factor", "rope_theta"):
+        # (a class that keeps no rope parameters, GPT-J, has its base in its code: a stated other one is refused)
+        if key not in read and (spellings is not None or key == "partial_rotary_factor"):
+            ignored[key] = value_for(key, key)
+    if spellings is None and not reads & {"rope_parameters", "rope_scaling"}:
+        ignored["rope_scaling"] = {"type": "linear", "factor": 4.0}
+    if ignored:
+        found["v4_ignored"] = {**bare, **ignored}
+    if facts.get("layer_plan") and "layer_types" in saved:
+        found["minimal"] = {key: value for key, value in saved.items() if key != "layer_types"}
     return found
 
 
@@ -315,13 +366,19 @@ def _rejudge(out: Path) -> int:
     return 0
 
 
-def _sweep_published(timeout: float) -> int:
+def _sweep_published(timeout: float, only: str | None = None) -> int:
+    """Probe the published configs (``only``: these file names, keeping the other recorded ones)."""
     import transformers
 
     context = multiprocessing.get_context("spawn")
     document: dict[str, Any] = {"transformers": transformers.__version__,
                                 "command": "python scripts/probe_sweep.py --published", "configs": {}}
+    names = {name for name in only.split(",") if name} if only else None
+    if names is not None and PUBLISHED_OUT.exists():
+        document["configs"] = json.loads(PUBLISHED_OUT.read_text())["configs"]
     for path in sorted(PUBLISHED.glob("*.json")):
+        if names is not None and path.name not in names:
+            continue
         started = time.perf_counter()
         result = _probe_in_child(context, path.name, timeout, probe_published)
         result = {"verdict": "not_measured", **result.get("default", {}), **result} if "default" in result else result
@@ -335,7 +392,7 @@ def _sweep_published(timeout: float) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--only", help="comma-separated model_types")
+    parser.add_argument("--only", help="comma-separated model_types (with --published: config file names)")
     parser.add_argument("--limit", type=int, help="probe at most N classes not yet recorded")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per class")
     parser.add_argument("--out", type=Path, default=OUT)
@@ -355,7 +412,7 @@ def main() -> int:
     import transformers
 
     if args.published:
-        return _sweep_published(args.timeout)
+        return _sweep_published(args.timeout, args.only)
 
     if args.merge:
         merged: dict[str, Any] = {"transformers": transformers.__version__,

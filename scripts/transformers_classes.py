@@ -20,6 +20,8 @@ Per model_type:
   number, or one per layer type), what a config stating no base gets.
 - ``rope_block``: the rest of that ``rope_parameters`` when it is more than a plain base (a scheme
   such as Ministral-3's yarn, a partial rotary factor), what a config stating no rope block gets.
+- ``rope_blocks``: for a class whose rope parameters are nested per layer type, each type's default
+  block without its base, where one is more than plain RoPE (``null``: a type without RoPE).
 - ``mrope`` (classes whose rotary module composes multimodal positions): observed, not read: the
   class's own rotary module is run on one position axis at a time, and each cos/sin column's axis
   and frequency are matched against the compositions of ``ropekit.tables.mrope``. ``composition``
@@ -35,14 +37,29 @@ Per model_type:
   (Gemma-4: ``full_attention``), observed on the config class.
 - ``folds``: a block name whose ``layer_types`` entries the class folds into the layer before
   (Dory: ``attention, "mlp"`` pairs are one decoder layer), observed on the config class.
+- ``layer_plan``: the layer plan the class builds when a config states no ``layer_types``: a
+  ``pattern`` repeated over the layers (``null``: none was found), and the config ``keys`` that
+  change it (each with its ``default`` and the ``patterns`` per value), observed by building the
+  class at many layer counts with each candidate key changed.
 - ``unread``: geometry keys the class's config declares but its own rotary module is observed not
   to follow (``rotary_dim`` of MiniMax-M3-VL's text model): ropekit does not read them either.
+- ``spellings``: which top-level keys (of ``rope_keys``: every key some config class's
+  ``convert_rope_params_to_dict`` takes, the 4.x spellings ``rotary_pct``, ``rotary_emb_base``,
+  ``rope_local_base_freq``, ``global_rope_theta``, ...) the config class converts into which field
+  of its rope parameters, per layer type (``""``: its one block), winner first; observed by building
+  the class from a config stating them (``from_dict``). Absent: the class keeps no rope parameters.
+  ``spellings_beside_block``: the same when the config also states a flat rope block, where that
+  differs (a class whose default block is a scheme keeps its own base unless a block is stated).
+- ``reads``: the rope keys the modeling code reads as config attributes (``config.rotary_dim``).
+  A rope key neither converted nor read is ignored by the model: ropekit serves what the code
+  applies and warns naming the key.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import re
 import sys
@@ -127,9 +144,14 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
     if ROTATES.search(source) or (fields & ROPE_FIELDS and not source):
         entry = {"kind": "rope", "defaults": _defaults(config_class, read_keys, aliases)}
         observed = {"theta": _class_theta(config_class), "rope_block": _class_rope_block(config_class),
+                    "rope_blocks": _class_rope_blocks(config_class),
                     "flat_scaling": _flat_scaling(config_class), "folds": _folds(config_class),
                     "last_layer": _last_layer(config_class), "unread": _unread(config_class)}
         entry.update((name, fact) for name, fact in observed.items() if fact)  # a base is never 0
+        entry.update(_key_facts(config_class))  # an empty spelling list is a fact too: nothing converted
+        plan = _layer_plan(config_class, observed["last_layer"])
+        if plan is not None:
+            entry["layer_plan"] = plan
         if observed["unread"]:
             entry["defaults"] = {key: value for key, value in entry["defaults"].items()
                                  if key not in observed["unread"]}
@@ -182,6 +204,24 @@ def _class_rope_block(config_class: type) -> dict[str, Any] | None:
     if block.get("rope_type", "default") == "default" and not set(block) - {"rope_type"}:
         return None
     return dict(sorted(block.items()))
+
+
+def _class_rope_blocks(config_class: type) -> dict[str, Any] | None:
+    """For a class whose default rope parameters are nested per layer type, each type's block without
+    its base (``theta`` has it) where some type's is more than plain RoPE (Gemma-4's proportional
+    full layers, Laguna's partial rotary factor 0.5 on them) or is null (a type without RoPE):
+    what a config stating no rope block gets per layer type."""
+    parameters = _default_rope_parameters(config_class)
+    if parameters is None or not all(isinstance(block, dict) or block is None for block in parameters.values()):
+        return None
+    if "rope_type" in parameters or "rope_theta" in parameters:
+        return None
+    blocks = {name: None if block is None else
+              dict(sorted((key, value) for key, value in block.items() if key != "rope_theta" and _jsonable(value)))
+              for name, block in parameters.items()}
+    plain = all(block is not None and set(block) <= {"rope_type"} and block.get("rope_type", "default") == "default"
+                for block in blocks.values())
+    return None if plain else dict(sorted(blocks.items()))
 
 
 def _rotary_modules(config_class: type, *, multimodal: bool = True) -> list[type]:
@@ -282,6 +322,265 @@ def _flat_scaling(config_class: type) -> dict[str, Any] | None:
     if layer_types is None:
         return None
     return {"layer_types": layer_types, "reads_type": scaled("type") == layer_types}
+
+
+SPELLING_VALUES: dict[str, tuple[float, ...]] = {"rotary_pct": (0.375, 0.625), "partial_rotary_factor": (0.625, 0.375)}
+"""Two values to state a fraction-like key with (one differs from any class default); a base-like
+key is stated with a base of its own (:func:`_spelling_value`)."""
+BLOCK = "rope_parameters"
+"""The name a spelling list gives the rope block's own value."""
+
+
+@functools.cache
+def candidate_keys() -> tuple[str, ...]:
+    """Every top-level key some config class of transformers converts into its rope parameters,
+    read from the classes' own ``convert_rope_params_to_dict`` (the keys it takes out of the
+    config's ``kwargs``: ``rotary_pct``, ``rope_local_base_freq``, ``global_rope_theta``, ...),
+    beside the rope fields a config class may declare."""
+    import inspect
+
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING, CONFIG_MAPPING_NAMES
+
+    found = {"rope_theta", "partial_rotary_factor", "rotary_pct", "rotary_emb_base", "rotary_dim"}
+    for model_type in CONFIG_MAPPING_NAMES:
+        try:
+            source = inspect.getsource(CONFIG_MAPPING[model_type].convert_rope_params_to_dict)
+        except Exception:
+            continue
+        found.update(re.findall(r'kwargs\.(?:pop|get)\(\s*"(\w+)"', source))
+    return tuple(sorted(found - {"rope_scaling", "rope_parameters", "per_layer_config"}))
+
+
+def _spelling_value(key: str, index: int, head_dim: int | None) -> float | int | None:
+    if key in SPELLING_VALUES:
+        return SPELLING_VALUES[key][index]
+    if key == "rotary_dim":
+        return None if head_dim is None or head_dim < 8 else (head_dim // 4 * 2 if index == 0 else head_dim // 2 + 2)
+    return 12_345.0 + 1_000.0 * candidate_keys().index(key) + 100_000.0 * index
+
+
+def _leaves(parameters: Any) -> dict[tuple[str, str], Any]:
+    """``{(layer type or "", field): value}`` of a rope_parameters dict (flat or nested)."""
+    if not isinstance(parameters, dict):
+        return {}
+    if all(isinstance(value, dict) or value is None for value in parameters.values()) and parameters:
+        return {(name, field): value for name, block in parameters.items() if isinstance(block, dict)
+                for field, value in block.items() if field != "rope_type"}
+    return {("", field): value for field, value in parameters.items() if field != "rope_type"}
+
+
+def _spellings(config_class: type, beside: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Which top-level keys the class's config converts into which field of its rope parameters,
+    for which layer types, and which spelling wins when a config states several: observed by
+    building the class from a config stating each key of :func:`candidate_keys` (``from_dict``, as
+    ``from_pretrained`` does) and reading the ``rope_parameters`` it keeps. ``{field: {layer type
+    ("" for a class with one block): [spellings, the winner first]}}``, where the rope block's own
+    value is :data:`BLOCK` (it always wins in transformers 5.24; recorded, not assumed). ``None``:
+    the class keeps no rope parameters (GPT-J, CodeGen: their code reads its own keys). ``beside``:
+    a flat rope block the config states too (a class whose default block is a scheme, Apertus'
+    llama3, keeps its own base unless the config states a block: then a top-level base is read)."""
+    def built(**stated: Any) -> dict[tuple[str, str], Any] | None:
+        if beside is not None and "rope_parameters" not in stated:
+            stated = {**stated, "rope_scaling": dict(beside)}
+        try:
+            return _leaves(config_class.from_dict(dict(stated)).rope_parameters)
+        except Exception:
+            return None
+
+    default = built()
+    if not default:
+        return None
+    try:
+        instance = config_class()
+        head_dim = getattr(instance, "head_dim", None) or instance.hidden_size // instance.num_attention_heads
+    except Exception:
+        head_dim = None
+    landing: dict[tuple[str, str], list[str]] = {}
+    values: dict[str, Any] = {}
+    for key in candidate_keys():
+        for index in (0, 1):
+            value = _spelling_value(key, index, head_dim if isinstance(head_dim, int) else None)
+            seen = built(**{key: value}) if value is not None else None
+            changed = [leaf for leaf, now in (seen or {}).items() if default.get(leaf) != now]
+            if changed:
+                values[key] = value
+                for leaf in changed:
+                    landing.setdefault(leaf, []).append(key)
+                break
+    found: dict[str, dict[str, list[str]]] = {}
+    for (layer_type, field), keys in sorted(landing.items()):
+        order = _precedence(built, layer_type, field, keys, values, default)
+        found.setdefault(field, {})[layer_type] = order
+    return found
+
+
+def _precedence(built: Any, layer_type: str, field: str, keys: list[str], values: dict[str, Any],
+                default: dict[tuple[str, str], Any]) -> list[str]:
+    """``keys`` (and the rope block, :data:`BLOCK`) in the order in which they win when a config
+    states them together, each with its own value."""
+    block_value = 0.125 if field == "partial_rotary_factor" else 987_654.0
+    remaining = [*keys, BLOCK]
+    order: list[str] = []
+    while len(remaining) > 1:
+        stated: dict[str, Any] = {key: values[key] for key in remaining if key != BLOCK}
+        if BLOCK in remaining:
+            parameters: dict[str, Any] = {}
+            for (name, leaf_field), value in default.items():
+                target = parameters.setdefault(name, {}) if name else parameters
+                target[leaf_field] = value
+            (parameters.setdefault(layer_type, {}) if layer_type else parameters)[field] = block_value
+            if layer_type:
+                for block in parameters.values():
+                    block.setdefault("rope_type", "default")
+            else:
+                parameters.setdefault("rope_type", "default")
+            stated["rope_parameters"] = parameters
+            stated.pop("rope_scaling", None)
+        seen = (built(**stated) or {}).get((layer_type, field))
+        winner = next((key for key in remaining if (block_value if key == BLOCK else values[key]) == seen), None)
+        if winner is None:  # a converted value (rotary_dim into a factor): the one spelling that is not the block
+            winner = next(key for key in remaining if key != BLOCK) if seen != block_value else BLOCK
+        order.append(winner)
+        remaining.remove(winner)
+    return order + remaining
+
+
+def _reads(config_class: type) -> list[str]:
+    """The rope keys (:func:`candidate_keys`, ``rope_scaling``, ``rope_parameters``) the class's
+    modeling code reads as attributes of its config (``config.rotary_dim`` in GPT-J's attention),
+    beside what its config class converts into its rope parameters."""
+    source = _modeling_sources(config_class)
+    return [key for key in (*candidate_keys(), "rope_scaling", "rope_parameters")
+            if re.search(rf"\bconfig\.{key}\b|getattr\(\s*[\w.]*config\s*,\s*[\"']{key}[\"']", source)]
+
+
+def _key_facts(config_class: type) -> dict[str, Any]:
+    """``spellings`` (:func:`_spellings` with the rope block's own value, which always wins, left
+    out; absent for a class that keeps no rope parameters), ``spellings_beside_block`` (the same
+    with a flat rope block stated, where that differs) and ``reads`` (:func:`_reads`)."""
+    def without_block(found: dict[str, Any] | None) -> dict[str, Any] | None:
+        if found is None:
+            return None
+        for field, per_type in found.items():
+            for layer_type, order in per_type.items():
+                if order[0] != BLOCK:  # transformers 5.24 lets the block win everywhere; a release that does not
+                    raise AssertionError(f"{config_class.__name__}: {field} of {layer_type or 'the block'} is won by "
+                                         f"{order[0]} over the rope block; ropekit's parse assumes the block wins")
+                per_type[layer_type] = order[1:]
+        return found
+
+    alone = without_block(_spellings(config_class))
+    facts: dict[str, Any] = {}
+    if alone is not None:
+        facts["spellings"] = alone
+    default = _default_rope_parameters(config_class)
+    if alone is not None and default is not None and "rope_theta" in default:  # one block: and beside a stated one?
+        beside = without_block(_spellings(config_class, {"rope_type": "default"}))
+        if beside is not None and beside != alone:
+            facts["spellings_beside_block"] = beside
+    reads = _reads(config_class)
+    if reads:
+        facts["reads"] = reads
+    return facts
+
+
+PLAN_LENGTHS = (*range(1, 13), 16, 24, 36, 48, 64)
+"""The layer counts a class's default layer plan is observed at."""
+LONGEST_PERIOD = 16
+"""A pattern longer than this is not taken for a repetition (it would be seen fewer than four times)."""
+PLAN_VALUES = range(1, 9)
+"""The values of an integer plan key (ModernBERT's ``global_attn_every_n_layers``) a plan is observed at."""
+
+
+def _plan_at(config_class: type, layers: int, **stated: Any) -> list[str] | None:
+    try:
+        built = config_class.from_dict({"num_hidden_layers": layers, **stated})
+    except Exception:
+        return None
+    types = getattr(built, "layer_types", None)
+    return [str(name) for name in types] if isinstance(types, (list, tuple)) and len(types) == layers else None
+
+
+def _periodic(config_class: type, last: str | None, **stated: Any) -> dict[str, Any] | None:
+    """The plan the class builds over any number of layers, as a ``pattern`` (layer ``i`` is
+    ``pattern[i % len(pattern)]``) with its ``first`` and ``last`` layers forced where the class
+    forces them (FLINT's first layer, OLMo-hybrid's and Gemma-4's last), observed at
+    :data:`PLAN_LENGTHS`; ``None``: no such plan fits (or the class builds none)."""
+    plans = {layers: _plan_at(config_class, layers, **stated) for layers in PLAN_LENGTHS}
+    longest = plans[PLAN_LENGTHS[-1]]
+    if longest is None or any(plan is None for plan in plans.values()):
+        return None
+    for first, end in ((None, last), (None, longest[-1]), (longest[0], last), (longest[0], longest[-1])):
+        body = range(1 if first is not None else 0, len(longest) - (1 if end is not None else 0))
+        period = next((size for size in range(1, LONGEST_PERIOD + 1)
+                       if all(longest[index] == longest[body[0] + (index - body[0]) % size] for index in body)), None)
+        if period is None:
+            continue
+        pattern = [longest[next(index for index in body if index % period == phase)] for phase in range(period)]
+        fits = True
+        for layers, plan in plans.items():
+            expected = [pattern[index % period] for index in range(layers)]
+            if first is not None:
+                expected[0] = first
+            if end is not None:
+                expected[-1] = end
+            fits = fits and plan == expected
+        if fits:
+            return {"pattern": pattern, "first": first, "last": end}
+    return None
+
+
+def _plan_keys(config_class: type) -> list[tuple[str, Any]]:
+    """Keys that may steer a class's default layer plan, each with its default (``None``: the class
+    takes it from the config's ``kwargs``): its dataclass fields of int, bool or no default, and
+    every key its own code takes from ``kwargs``."""
+    import inspect
+
+    found: dict[str, Any] = {}
+    for field in dataclasses.fields(config_class):
+        default = field.default
+        if field.name in ("num_hidden_layers", "layer_types") or default is dataclasses.MISSING:
+            continue
+        if default is None or isinstance(default, (bool, int)):
+            found[field.name] = default
+    try:
+        source = inspect.getsource(config_class)
+    except Exception:
+        source = ""
+    for name in re.findall(r'kwargs\.(?:pop|get)\(\s*"(\w+)"', source):
+        found.setdefault(name, None)
+    return sorted(found.items())
+
+
+def _layer_plan(config_class: type, last: str | None) -> dict[str, Any] | None:
+    """The layer plan a class builds when a config states no ``layer_types``: ``pattern`` repeated
+    over the layers with its forced ``first`` and ``last`` layers (:func:`_periodic`; ``null``: it
+    builds no such plan), the layer ``types`` it uses at any length, and ``keys``, the config keys
+    that change it, each with its ``default``
+    and the plan (pattern, first, last) the class builds at each value
+    (``patterns``, per value of :data:`PLAN_VALUES` for an integer key, ``true``/``false`` for a
+    flag; a value whose plan is no pattern is left out). Found by building the class with each key
+    of :func:`_plan_keys` changed and comparing the plans; ``None`` for a class without
+    ``layer_types``."""
+    if not dataclasses.is_dataclass(config_class) or "layer_types" not in {
+            field.name for field in dataclasses.fields(config_class)}:
+        return None
+    base = _plan_at(config_class, 12)
+    if base is None:
+        return None
+    keys: dict[str, Any] = {}
+    for key, default in _plan_keys(config_class):
+        tries = [not default] if isinstance(default, bool) else [default + 1] if isinstance(default, int) else [2, 3]
+        if not any((plan := _plan_at(config_class, 12, **{key: value})) is not None and plan != base
+                   for value in tries):
+            continue
+        values: list[Any] = [True, False] if isinstance(default, bool) else list(PLAN_VALUES)
+        patterns = {json.dumps(value): _periodic(config_class, last, **{key: value}) for value in values}
+        keys[key] = {"default": default, "patterns": {value: plan for value, plan in patterns.items()
+                                                       if plan is not None}}
+    plan = _periodic(config_class, last) or {"pattern": None, "first": None, "last": None}
+    types = sorted({name for layers in PLAN_LENGTHS for name in (_plan_at(config_class, layers) or ())})
+    return {**plan, "types": types, "keys": keys}
 
 
 def _last_layer(config_class: type) -> str | None:
@@ -460,6 +759,7 @@ def build() -> dict[str, Any]:
         classes[model_type] = _describe(model_type, config_class, READ_KEYS, dict(ALIASES))
     return {"transformers": transformers.__version__,
             "command": "python scripts/transformers_classes.py",
+            "rope_keys": list(candidate_keys()),
             "classes": classes}
 
 

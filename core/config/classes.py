@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
-__all__ = ["ClassFacts", "class_facts", "facts_for", "model_types", "transformers_version"]
+__all__ = ["ClassFacts", "class_facts", "facts_for", "model_types", "rope_keys", "transformers_version"]
 
 _DATA = os.path.join(os.path.dirname(__file__), "transformers_classes.json")
 
@@ -60,6 +60,23 @@ class ClassFacts(NamedTuple):
     folds: str | None = None
     """A ``layer_types`` entry the class folds into the layer before it (Dory's ``"mlp"``): each
     ``(attention type, folds)`` pair is one decoder layer."""
+    spellings: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None
+    """Which top-level keys the config class converts into which field of its rope parameters
+    (``rope_theta``, ``partial_rotary_factor``), per layer type (``""``: its one block), the
+    winning spelling first (GPT-NeoX: ``rotary_pct``, ``rotary_emb_base``). ``None``: the class
+    keeps no rope parameters (GPT-J, CodeGen)."""
+    spellings_beside_block: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None
+    """The same, when the config also states a flat rope block, where that differs (``None``: as
+    :attr:`spellings`)."""
+    reads: frozenset[str] = frozenset()
+    """Rope keys the modeling code reads as attributes of its config (GPT-J's ``rotary_dim``)."""
+    rope_blocks: Mapping[str, Mapping[str, Any] | None] | None = None
+    """For a class keeping rope parameters per layer type: each type's default block without its base,
+    where one is more than plain RoPE (``None`` for a type: it applies none)."""
+    layer_plan: Mapping[str, Any] | None = None
+    """The layer plan the config class builds when a config states no ``layer_types``: ``pattern``
+    (repeated over the layers; ``None``: no repetition ropekit derived) and ``keys``, the config keys
+    that change it, each with its ``default`` and ``patterns`` (the pattern per JSON-spelt value)."""
 
 
 @functools.cache
@@ -88,6 +105,37 @@ def _entry(model_type: str) -> Mapping[str, Any] | None:
     end = raw.find(b"\n", start + 1)
     record: Mapping[str, Any] = json.loads(raw[start + len(key) : end].rstrip(b","))
     return record
+
+
+@functools.cache
+def _head() -> Mapping[str, Any]:
+    """The document without its classes (the first line, when the file holds one class a line)."""
+    raw = _raw()
+    header = raw[: raw.find(b"\n")]
+    if header.endswith(b'"classes":{'):
+        found: Mapping[str, Any] = json.loads(header + b"}}")
+        return found
+    document = json.loads(raw)
+    return {key: value for key, value in document.items() if key != "classes"}
+
+
+def rope_keys() -> frozenset[str]:
+    """Every top-level key some config class of the pinned transformers converts into its rope
+    parameters (``rotary_pct``, ``rope_local_base_freq``, ``global_rope_theta``, ...), as derived
+    from the classes' own code."""
+    return _rope_keys()
+
+
+@functools.cache
+def _rope_keys() -> frozenset[str]:
+    return frozenset(_head()["rope_keys"])
+
+
+def _spelling_table(value: Any) -> Mapping[str, Mapping[str, tuple[str, ...]]] | None:
+    if value is None:
+        return None
+    return MappingProxyType({field: MappingProxyType({name: tuple(keys) for name, keys in per_type.items()})
+                             for field, per_type in value.items()})
 
 
 def transformers_version() -> str:
@@ -131,4 +179,11 @@ def class_facts(model_type: str) -> ClassFacts | None:
         folds=entry.get("folds"),
         last_layer=entry.get("last_layer"),
         flat_scaling=MappingProxyType(dict(entry["flat_scaling"])) if entry.get("flat_scaling") else None,
+        spellings=_spelling_table(entry.get("spellings")),
+        spellings_beside_block=_spelling_table(entry.get("spellings_beside_block")),
+        reads=frozenset(entry.get("reads", ())),
+        layer_plan=MappingProxyType(dict(entry["layer_plan"])) if entry.get("layer_plan") else None,
+        rope_blocks=MappingProxyType({name: None if block is None else MappingProxyType(dict(block))
+                                      for name, block in entry["rope_blocks"].items()})
+        if entry.get("rope_blocks") else None,
     )

@@ -9,8 +9,9 @@ the layer *uses* RoPE) or its ``no_rope_layer_interval``.
 
 from __future__ import annotations
 
+import json
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import RopeConfigError
@@ -102,6 +103,9 @@ def _derived(view: ConfigView, family: Family, layers: int | None, per_type: boo
         return _from_block_types(view, layers)
     if view.get("model_type") == "qwen3_next":  # configuration_qwen3_next.py: interval 4 by default
         return tuple("linear_attention" if (i + 1) % 4 else "full_attention" for i in range(layers))
+    facts = facts_for(view)
+    if facts is not None and facts.layer_plan is not None and (per_type or _plan_matters(facts.layer_plan, family)):
+        return _class_plan(view, layers)  # the plan the class's own code builds (derived), or refused by name
     pattern_key = "sliding_window_pattern"
     if view.get(pattern_key) is None:
         pattern_key = "_sliding_window_pattern"  # how transformers' Gemma-3 class saves it
@@ -117,8 +121,54 @@ def _derived(view: ConfigView, family: Family, layers: int | None, per_type: boo
             raise RopeConfigError(view.path(pattern_key), f"expected a positive integer, got {pattern!r}")
         return tuple("sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers))
     if per_type:
-        return ()
+        return _class_plan(view, layers)
     return (FLAT_LAYER_TYPE,) * layers
+
+
+def _plan_matters(plan: Mapping[str, Any], family: Family) -> bool:
+    """Whether the plan a class builds itself changes what a flat config's layers get: it has layers
+    without RoPE (linear attention, convolutions, a type the family's code does not rotate). Then a
+    config leaving the plan to the class gets that plan, or is refused where it was not derived;
+    otherwise every attention layer gets the one table whatever its type."""
+    return bool(set(plan.get("types", ())) & (NO_ROPE_LAYER_TYPES | family.no_rope_layer_types))
+
+
+def _class_plan(view: ConfigView, layers: int) -> tuple[str, ...]:
+    """The layer plan the config's class builds when the config states no ``layer_types``
+    (``layer_plan`` of ``transformers_classes.json``: a pattern repeated over the layers, chosen by
+    the plan keys the config states), or a refusal naming ``layer_types``: rope parameters per layer
+    type without a plan would load and then fail at the first layer looked up."""
+    facts = facts_for(view)
+    model_type = view.get("model_type")
+    plan = facts.layer_plan if facts is not None else None
+    where = view.path("layer_types")
+    if plan is None:
+        raise RopeConfigError(where, f"missing: the config gives rope parameters per layer type, and which layer "
+                              f"uses which is unknown without layer_types ({model_type!r} has no class plan ropekit "
+                              "derived); state layer_types")
+    chosen: Mapping[str, Any] = plan
+    for key, known in sorted(plan.get("keys", {}).items()):
+        if view.get(key) is None and view.get(f"_{key}") is not None:
+            key = f"_{key}"  # how transformers' Gemma-3 class saves sliding_window_pattern
+        value = view.get(key)
+        if value is None or view.defaulted(key) or value == known.get("default"):
+            continue
+        found = known.get("patterns", {}).get(json.dumps(value))
+        if found is None:
+            raise RopeConfigError(view.path(key), f"{value!r}: {model_type}'s config class builds its layer plan from "
+                                  "it in a way ropekit has not derived for this value; state layer_types")
+        chosen = found
+        break
+    pattern = chosen.get("pattern")
+    if not pattern:
+        raise RopeConfigError(where, f"missing: {model_type}'s config class builds its layer plan in a way ropekit "
+                              "has not derived (no repeated pattern); state layer_types")
+    types = [str(pattern[index % len(pattern)]) for index in range(layers)]
+    if types and chosen.get("first") is not None:
+        types[0] = str(chosen["first"])
+    if types and chosen.get("last") is not None:
+        types[-1] = str(chosen["last"])
+    return tuple(types)
 
 
 def _int_list(view: ConfigView, key: str, allowed: range | None = None) -> list[int]:

@@ -36,6 +36,7 @@ from .layers import FLAT_LAYER_TYPE, plan_layers
 from .remote import baichuan_rotates, chatglm_code
 from .screen import NOT_SERVED, judge, screen_keys
 from .source import read_config
+from .spellings import KeyReading, key_reading
 from .view import MAX_HEAD_DIM, MAX_THETA, ConfigView, positive_int, positive_number, required_int
 
 __all__ = ["ConfigView", "ParsedConfig", "RopeBlock", "parse_config", "read_config"]
@@ -147,6 +148,17 @@ class ParsedConfig(NamedTuple):
     layer_types: tuple[str, ...]
     no_rope_types: frozenset[str] = frozenset()
     no_rope_layers: tuple[int, ...] = ()
+    layers_path: str = "num_hidden_layers"
+    """Where the number of layers is (or would be) stated, for a refusal that needs it."""
+
+    def check_layers_placed(self) -> None:
+        """No crash after load: with more than one table, every layer's must be known (``layer_types``,
+        or the class's own plan, needs the number of layers), or the config is refused here rather
+        than at the first :meth:`~ropekit.ModelRope.for_layer`."""
+        if len(self.blocks) > 1 and not self.layer_types:
+            raise RopeConfigError(self.layers_path, "missing: needed, with layer_types or the class's own layer "
+                                  "plan, to say which layers use which of the rope parameters given per layer type "
+                                  f"({', '.join(block.layer_type for block in self.blocks)})")
 
 
 def parse_config(
@@ -214,8 +226,11 @@ def parse_config(
             blocks = (blocks[0]._replace(layer_type=attention[0]),)  # name the one table as its layers do
     if nested:
         _check_nested_types(plan.layer_types, raw_blocks, no_rope_types, source_path)
+
+    _warn_ignored(view, family)
     judge(lookalikes, functools.partial(_served, view, blocks, source), strict=strict)
-    return ParsedConfig(blocks, plan.layer_types, frozenset(no_rope_types), plan.no_rope_layers)
+    return ParsedConfig(blocks, plan.layer_types, frozenset(no_rope_types), plan.no_rope_layers,
+                        view.path("num_hidden_layers"))
 
 
 def _served(view: ConfigView, blocks: tuple[RopeBlock, ...], source: Mapping[str, Any], fact: str) -> Any:
@@ -255,7 +270,7 @@ def _check_nested_types(
 
 def _flat_scaling(
     view: ConfigView, source: Mapping[str, Any], source_path: str
-) -> dict[str, tuple[str, Mapping[str, Any]]] | None:
+) -> dict[str, tuple[str, Mapping[str, Any] | None]] | None:
     """A flat (transformers v4) rope block stated for a class whose rope parameters are per layer
     type: the block per layer type as the class's config class applies it (derived: Gemma-3 and
     OLMo-3 scale their full-attention layers, ModernBERT both). ``None``: not such a config. A
@@ -263,6 +278,11 @@ def _flat_scaling(
     type plain RoPE while the config declares a scheme."""
     model_type = view.get("model_type")
     facts = facts_for(view)
+    types = [] if facts is None else list(facts.rope_blocks) if facts.rope_blocks else \
+        list(facts.theta) if isinstance(facts.theta, Mapping) else []
+    if facts is not None and isinstance(facts.theta, Mapping) and len(types) > 1 and not source:
+        # no rope block stated: every layer type as the class fills it in (its base, its block, its plan)
+        return {name: ("", _class_type_block(view, facts.rope_blocks, name)) for name in types}
     if facts is None or facts.flat_scaling is None or not source_path:
         return None
     scaled = tuple(facts.flat_scaling["layer_types"])
@@ -281,6 +301,25 @@ def _flat_scaling(
             f"block, so it would serve {', '.join(scaled)} layers plain RoPE although the config declares "
             f"{kind!r}; spell it rope_type if the checkpoint was trained with {kind!r}, else remove the block"))
     return {name: ((source_path, source) if name in scaled else ("", {})) for name in facts.theta}
+
+
+def _class_type_block(
+    view: ConfigView, blocks: Mapping[str, Mapping[str, Any] | None] | None, layer_type: str
+) -> Mapping[str, Any] | None:
+    """One layer type's block as the class fills it in (Gemma-4's proportional full layers), without
+    the fields the config states under a spelling the class reads into them; ``None``: no RoPE."""
+    if blocks is None or layer_type not in blocks:
+        return {}
+    block = blocks[layer_type]
+    if block is None:
+        return None
+    reading = key_reading(view)
+
+    def stated(key: str) -> bool:
+        spellings = reading.keys_for(key, layer_type) if reading is not None else (key,)
+        return any(view.get(name) is not None and not view.defaulted(name) for name in spellings)
+
+    return {key: value for key, value in block.items() if not stated(key)}
 
 
 def _has_window(config: Mapping[str, Any]) -> bool:
@@ -343,6 +382,9 @@ def _refuse_unserved(view: ConfigView) -> None:
 
 
 def _rope_source(view: ConfigView) -> tuple[str, Mapping[str, Any]]:
+    reading = key_reading(view)
+    if reading is not None and not reading.block_read:  # GPT-J, CodeGen: their code reads no rope block
+        return view.path("rope_parameters"), {}  # (a stated one is named as ignored by _warn_ignored)
     found: list[tuple[str, Mapping[str, Any]]] = []
     for name in ("rope_parameters", "rope_scaling"):
         value = view.get(name)
@@ -378,7 +420,13 @@ def _class_block(view: ConfigView) -> Mapping[str, Any]:
     facts = facts_for(view)
     if facts is None or facts.rope_block is None:
         return {}
-    return {key: value for key, value in facts.rope_block.items() if view.get(key) is None}
+    reading = key_reading(view)
+
+    def stated(key: str) -> bool:  # under any spelling the class reads into it (GPT-NeoX's rotary_pct)
+        spellings = reading.keys_for(key, "") if reading is not None else (key,)
+        return any(view.get(name) is not None and not view.defaulted(name) for name in spellings)
+
+    return {key: value for key, value in facts.rope_block.items() if not stated(key)}
 
 
 def _declared_type(block: Mapping[str, Any]) -> object:
@@ -485,12 +533,17 @@ def _theta(view: ConfigView, family: Family, layer_type: str, block: Mapping[str
     if family.fixed_theta is not None or view.get("model_type") == "chatglm":
         return _family_theta(view, family, block, path)
     candidates = [(_join(path, "rope_theta"), block.get("rope_theta"))]
-    if layer_type == "sliding_attention" and not path:
-        candidates.append((view.path("rope_local_base_freq"), view.get("rope_local_base_freq")))
+    reading = key_reading(view)
+    if reading is not None:  # the spellings the class converts for this layer type, winner first
+        names: tuple[str, ...] = reading.keys_for("rope_theta", layer_type)
+    else:
+        names = ("rope_theta", "rotary_emb_base", "rope_embedding_base")
+        if layer_type == "sliding_attention" and not path:
+            names = ("rope_local_base_freq", *names)
     model_type = view.get("model_type")
     facts = facts_for(view)
     per_type = facts is not None and isinstance(facts.theta, Mapping) and layer_type in facts.theta
-    for name in ("rope_theta", "rotary_emb_base", "rope_embedding_base"):
+    for name in names:
         if not (per_type and view.defaulted(name)):  # a class default base is its main layers'; per type wins
             candidates.append((view.path(name), view.get(name)))
     for where, value in candidates:
@@ -554,7 +607,8 @@ def _chatglm_interpolates(view: ConfigView) -> bool:
 
 
 def _partial_rotary_factor(
-    view: ConfigView, family: Family, head_dim: int, block: Mapping[str, Any], path: str
+    view: ConfigView, family: Family, head_dim: int, block: Mapping[str, Any], path: str,
+    layer_type: str = FLAT_LAYER_TYPE,
 ) -> tuple[float, str | None]:
     """The factor and where it was declared (``None``: not declared: the family's default, else 1.0).
 
@@ -573,6 +627,9 @@ def _partial_rotary_factor(
             raise RopeConfigError(view.path("partial_rotary_factor"), f"{view.get('model_type')}'s config class "
                                   f"overwrites it with {forced}; state it inside the rope block to change it")
         return forced, view.path("model_type")
+    reading = key_reading(view)
+    if reading is not None:
+        return _read_factor(view, family, reading, head_dim, layer_type)
     found: tuple[float, str] | None = None
     for name in ("partial_rotary_factor", "rotary_pct"):
         if view.get(name) is not None:
@@ -596,6 +653,51 @@ def _partial_rotary_factor(
     return 1.0, None
 
 
+def _read_factor(
+    view: ConfigView, family: Family, reading: KeyReading, head_dim: int, layer_type: str
+) -> tuple[float, str | None]:
+    """The top-level factor as the config's class reads it: the first spelling it converts for this
+    layer type that the config states (GPT-NeoX: ``rotary_pct``; MiniMax-M2: ``partial_rotary_factor``
+    before ``rotary_dim``), else the family's default. A stated spelling that loses to another is
+    named in a warning; one the class does not read at all, by :func:`_warn_ignored`."""
+    facts = facts_for(view)
+    stated = [name for name in reading.keys_for("partial_rotary_factor", layer_type)
+              if view.get(name) is not None and not view.defaulted(name)
+              and not (name == "rotary_dim" and facts is not None and "rotary_dim" in facts.unread)]
+    if not stated:
+        return (family.partial_rotary_factor, None) if family.partial_rotary_factor is not None else (1.0, None)
+    name, where = stated[0], view.path(stated[0])
+    if name == "rotary_dim":
+        rotary_dim = view.get(name)
+        if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, int) or not 0 < rotary_dim <= head_dim:
+            raise RopeConfigError(where, f"expected an integer in (0, head_dim {head_dim}], got {rotary_dim!r}")
+        factor = _factor_for(rotary_dim, head_dim)
+    else:
+        factor = positive_number(view.get(name), where, above=0.0, most=1.0)
+    for loser in stated[1:]:
+        warnings.warn(f"{view.path(loser)}: {reading.model_type}'s config class (transformers "
+                      f"{transformers_version()}) reads {name} first ({where} = {view.get(name)!r}), so it ignores "
+                      "this key; ropekit serves what the class applies", UserWarning, stacklevel=7)
+    return factor, where
+
+
+def _warn_ignored(view: ConfigView, family: Family) -> None:
+    """Name every rope key the config states that its class neither converts nor reads (GPT-J's
+    code reads no rope block; GPT-NeoX's config class drops a top-level ``partial_rotary_factor``):
+    the table is what the code applies without it, as for ``partial_rotary_factor`` in Llama."""
+    reading = key_reading(view)
+    if reading is None:
+        return
+    for key in reading.ignored(view):
+        if family.fixed_theta is not None and key in ("rope_theta", "rotary_emb_base"):
+            continue  # judged against the base the code hard-codes (_family_theta)
+        how = ("converts no such key into the rope parameters its model reads" if reading.block_read else
+               "keeps no rope parameters")
+        warnings.warn(f"{view.path(key)}: {reading.model_type}'s code ignores it (its config class, transformers "
+                      f"{transformers_version()}, {how}, and its modeling code does not read it); ropekit serves what "
+                      "the code applies without it", UserWarning, stacklevel=4)
+
+
 def _factor_for(rotary_dim: int, head_dim: int) -> float:
     """The factor whose ``int(head_dim * factor)`` is exactly ``rotary_dim``."""
     factor = rotary_dim / head_dim
@@ -617,7 +719,7 @@ def _head_dim_and_factor(
     if view.get("qk_rope_head_dim") is None:
         head_dim, head_path = _raw_head_dim(view, layer_type)
         head_dim = _bounded(head_path, head_dim)
-        factor, factor_path = _partial_rotary_factor(view, family, head_dim, block, path)
+        factor, factor_path = _partial_rotary_factor(view, family, head_dim, block, path, layer_type)
         if factor != 1.0 and _rotates_whole_head(view, block):
             _warn_unread_factor(view, factor_path or default_factor_path)
             return (head_dim, head_path), (1.0, default_factor_path)
@@ -628,7 +730,7 @@ def _head_dim_and_factor(
     declared = positive_int(view, "head_dim")
     whole_path = view.path("head_dim") if declared is not None else rope_path
     whole = _bounded(whole_path, declared or (nope + rope if nope is not None else rope))
-    factor, factor_path = _partial_rotary_factor(view, family, whole, block, path)
+    factor, factor_path = _partial_rotary_factor(view, family, whole, block, path, layer_type)
     if factor_path is None:
         return (rope, rope_path), (1.0, default_factor_path)
     if int(whole * factor) != rope and _rotates_whole_head(view, block):  # the class rotates its rope sub-head

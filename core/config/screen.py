@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from ..errors import RopeConfigError
+from .classes import rope_keys
 from .families import READ_KEYS, REFUSED_KEYS
 from .lookalike import canonical, looks_like_rope, near_miss
 
@@ -154,6 +155,8 @@ def _problem(name: object) -> tuple[bool, str] | None:
     """``(always_refused, message)`` for a key that must not pass silently, else ``None``."""
     if not isinstance(name, str) or name in READ_KEYS or name in UNRELATED_KEYS:
         return None
+    if name in rope_keys():  # a spelling some config class converts (ModernBERT's global_rope_theta): the parse
+        return None          # reads it where the config's class does, and names it where the class ignores it
     if name in REFUSED_KEYS:
         return True, f"{REFUSED_KEYS[name]}; refusing rather than serving a table without it"
     meant = near_miss(name, READ_KEYS)

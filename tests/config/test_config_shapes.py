@@ -148,7 +148,8 @@ def test_geometry_keys() -> None:
 
 
 def test_proportional_is_not_partial_rotary() -> None:
-    config = {"head_dim": 256, "global_head_dim": 512,
+    config = {"head_dim": 256, "global_head_dim": 512, "num_hidden_layers": 2,
+              "layer_types": ["sliding_attention", "full_attention"],
               "rope_parameters": {"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
                                                      "rope_theta": 1e6},
                                   "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
@@ -156,6 +157,16 @@ def test_proportional_is_not_partial_rotary() -> None:
     assert len(table.inv_freq) == 256 and table.rotary_dim == 512
     np.testing.assert_allclose(table.inv_freq[:64], [1e6 ** (-2 * i / 512) for i in range(64)], rtol=1e-15)
     assert np.all(table.inv_freq[64:] == 0)
+
+
+def test_tables_per_layer_type_without_a_layer_plan_are_refused_at_load() -> None:
+    """No crash after load: tables per layer type, and neither layer_types nor a layer count to place
+    them by, is refused when loaded, not at the first ``for_layer``."""
+    config = {"head_dim": 128, "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                                                   "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
+    with pytest.raises(ropekit.RopeConfigError, match="which layers use which") as caught:
+        ropekit.load(config)
+    assert caught.value.path == "num_hidden_layers"
 
 
 def test_tables_are_read_only_float64() -> None:

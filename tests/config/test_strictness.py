@@ -276,19 +276,23 @@ def test_cohere2_full_layers_are_nope() -> None:
 
 
 def test_family_defaults_never_silently_full_rotary() -> None:
-    assert _load({**BASE, "model_type": "gpt_neox"}).table.rotary_dim == 16  # rotary_pct 0.25
+    # GPT-NeoX's config class reads its base from rotary_emb_base: a top-level rope_theta is ignored
+    with pytest.warns(UserWarning, match=r"rope_theta: gpt_neox's code ignores it"):
+        neox = _load({**BASE, "model_type": "gpt_neox"}).table
+    assert neox.rotary_dim == 16 and neox.geometry.theta == 10000.0  # rotary_pct 0.25, rotary_emb_base 10000
     assert _load({**BASE, "model_type": "phi"}).table.rotary_dim == 32  # partial_rotary_factor 0.5
     glm = _load({**BASE, "model_type": "glm"}).table
     assert glm.rotary_dim == 32 and glm.layout == "gptj"
-    with pytest.raises(ropekit.RopeConfigError, match="overwrites it with 0.5"):
-        _load({**BASE, "model_type": "bamba", "partial_rotary_factor": 1.0})
+    # Bamba's config class sets its own factor 0.5 and never reads a top-level one: served as its code runs
+    with pytest.warns(UserWarning, match=r"partial_rotary_factor: bamba's code ignores it"):
+        assert _load({**BASE, "model_type": "bamba", "partial_rotary_factor": 1.0}).table.rotary_dim == 32
 
 
 def test_rotary_dim_is_honoured_and_checked() -> None:
     table = _load({"model_type": "minimax_m1", "head_dim": 128, "rotary_dim": 64, "rope_theta": 1e7}).table
     assert table.rotary_dim == 64 and table.head_dim == 128  # MiniMax-M1's remote code rotates rotary_dim
     # transformers' own MiniMax class computes plain RoPE over the whole head whatever the config says
-    with pytest.warns(UserWarning, match=r"rotary_dim: minimax's rotary module does not apply it to plain RoPE"):
+    with pytest.warns(UserWarning, match=r"rotary_dim: minimax's code ignores it"):
         table = _load({"model_type": "minimax", "head_dim": 128, "rotary_dim": 64, "rope_theta": 1e7}).table
     assert table.rotary_dim == 128
     with pytest.raises(ropekit.RopeConfigError, match="conflicts with") as caught:
@@ -420,9 +424,12 @@ def test_class_defaults_fill_what_a_saved_composite_omits() -> None:
     assert first is sliding and sixth is full
     assert _load({"model_type": "llama4_text", "head_dim": 128, "num_hidden_layers": 4}).table.geometry.theta == 5e5
     assert _load({"model_type": "llama", "head_dim": 128}).table.geometry.theta == 1e4
-    with pytest.raises(ropekit.RopeConfigError, match="state rope_parameters per layer type"):
-        _load({"model_type": "mellum", "head_dim": 64, "num_hidden_layers": 2,
-               "layer_types": ["sliding_attention", "full_attention"]})
+    # a class keeping its rope parameters per layer type fills each type's own default base in (MellumConfig
+    # from {"layer_types": [...]}: full_attention 5e5, sliding_attention 1e4)
+    mellum = _load({"model_type": "mellum", "head_dim": 64, "num_hidden_layers": 2,
+                    "layer_types": ["sliding_attention", "full_attention"]})
+    assert [mellum["sliding_attention"].geometry.theta, mellum["full_attention"].geometry.theta] == [1e4, 5e5]
+    assert (mellum.for_layer(0), mellum.for_layer(1)) == (mellum["sliding_attention"], mellum["full_attention"])
 
 
 def test_blocking_a_scheme_also_blocks_its_aliases(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -109,8 +109,9 @@ def test_a_key_the_class_is_observed_to_ignore_is_not_read(model_type: str) -> N
     assert "rotary_dim" not in FACTS[model_type]["defaults"]
     config = {"model_type": model_type, "hidden_size": 256, "num_attention_heads": 2, "head_dim": 128,
               "num_hidden_layers": 2, "max_position_embeddings": 8192, "rope_theta": 10000.0}
-    for stated in ({}, {"rotary_dim": 64}):
-        assert ropekit.load({**config, **stated}).table.geometry.rotary_dim == 128, stated
+    assert ropekit.load(config).table.geometry.rotary_dim == 128
+    with pytest.warns(UserWarning, match=r"rotary_dim: minimax_m3_vl_text's code ignores it"):
+        assert ropekit.load({**config, "rotary_dim": 64}).table.geometry.rotary_dim == 128
     gptj = {key: value for key, value in config.items() if key != "rope_theta"}
     assert ropekit.load({**gptj, "model_type": "gptj", "rotary_dim": 64}).table.geometry.rotary_dim == 64
 
@@ -204,7 +205,13 @@ def test_a_flat_scaling_block_scales_the_layer_types_the_class_scales(model_type
             ropekit.load({**config, "rope_scaling": {"rope_type": "linear", "factor": 4.0}})
         assert dropped.value.path == "rope_scaling"
         return
+    if not (FACTS[model_type].get("layer_plan") or {}).get("pattern"):  # which layer is which is unknown
+        with pytest.raises(ropekit.RopeConfigError, match="state layer_types") as unplanned:
+            ropekit.load({**config, "rope_scaling": {"rope_type": "linear", "factor": 4.0}})
+        assert unplanned.value.path == "layer_types"  # refused at load, never a table that fails at for_layer
+        return
     rope = ropekit.load({**config, "rope_scaling": {"rope_type": "linear", "factor": 4.0}})
+    assert all(rope.for_layer(index) is not None for index in range(12)), model_type
     scaled = {name for name, table in rope.tables.items() if table.rope_type == "linear"}
     assert scaled == set(facts["layer_types"]) & set(rope.tables), model_type
     for name, table in rope.tables.items():

@@ -52,6 +52,9 @@ REFUSED_BY_DESIGN: dict[str, str] = {
     "deepseek_v4": "rope parameters keyed by attention kind (main, compress: compress_rope_theta), not by layer type",
     "cohere2_moe legacy_linear": "its config class drops a flat rope_scaling block (plain RoPE where the config "
                                  "declares a scheme): refused by name rather than served either way",
+    "olmo_hybrid minimal": "its config class builds no repetition of one pattern when the config leaves "
+                           "layer_types to it (2 layers: linear, full; 5: linear x3, full, linear): refused at load "
+                           "naming layer_types rather than guessed",
 }
 """Classes (or ``"class variant"``) whose config ropekit refuses although the class rotates: the
 reason is a feature ropekit's tables cannot express, or an input the class would silently drop."""

@@ -120,7 +120,8 @@ HOSTILE_NAMES = ["../../escape", "/abs/path", "x", "./x", "X", "a\nlayer evil ro
 
 def _hostile_model() -> ropekit.ModelRope:
     blocks = {name: {"rope_type": "default", "rope_theta": 1e4 + i} for i, name in enumerate(HOSTILE_NAMES)}
-    return ropekit.load({"head_dim": 8, "rope_parameters": blocks})
+    names = list(HOSTILE_NAMES)  # every layer placed (a config whose layers cannot be placed is refused at load)
+    return ropekit.load({"head_dim": 8, "rope_parameters": blocks, "num_hidden_layers": len(names), "layer_types": names})
 
 
 def test_layer_names_never_become_paths(tmp_path: Path) -> None:

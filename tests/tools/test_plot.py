@@ -35,7 +35,8 @@ def test_plot_without_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_config_text_is_never_markup_and_the_output_path_is_checked(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="plot needs the plot extra")
     config = {"head_dim": 16, "rope_parameters": {"$\\frac{1}{0}$": {"rope_type": "default"},
-                                                  "x^{2}_$": {"rope_type": "linear", "factor": 2.0}}}
+                                                  "x^{2}_$": {"rope_type": "linear", "factor": 2.0}},
+              "num_hidden_layers": 2, "layer_types": ["$\\frac{1}{0}$", "x^{2}_$"]}
     model = ropekit.load(config)
     plot(model, tmp_path / "ok.png")
     assert (tmp_path / "ok.png").stat().st_size > 1000
