@@ -19,7 +19,7 @@ import pytest
 
 import ropekit
 from ropekit.artifacts.audit import audit_artifact
-from ropekit.artifacts.llama_cpp import ARCHITECTURES
+from ropekit.artifacts.llama_cpp import modelled, rules_for
 from ropekit.artifacts.read import read_artifact
 
 from ..support import ARTIFACTS
@@ -198,15 +198,34 @@ def test_cohere2_rotates_only_its_sliding_layers(tmp_path: Path) -> None:
                      "on it"}
 
 
-def test_an_unknown_architecture_is_refused_by_name(tmp_path: Path) -> None:
-    path = _write(tmp_path / "x.gguf", "gemma3n", {**GEOMETRY, "block_count": 2, "rope.freq_base": 1e6})
-    assert "gemma3n" not in ARCHITECTURES
+def test_an_architecture_llama_cpp_does_not_know_is_refused_by_name(tmp_path: Path) -> None:
+    path = _write(tmp_path / "x.gguf", "gemma9", {**GEOMETRY, "block_count": 2, "rope.freq_base": 1e6})
+    assert rules_for("gemma9") is None and "gemma3" in modelled()
     report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path))
     assert report["verdict"] == "no_table"
-    assert report["reason"].startswith("audit does not know llama.cpp's rules for architecture 'gemma3n'")
+    assert report["reason"].startswith("audit does not know llama.cpp's rules for architecture 'gemma9': llama.cpp as "
+                                       "vendored in llama-cpp-python 0.3.36 has no such architecture")
     cli = subprocess.run([sys.executable, "-m", "ropekit", "audit", "--served", str(path), "--json"],
                          capture_output=True, text=True, timeout=120, check=False)
-    assert cli.returncode == 1 and "architecture 'gemma3n'" in json.loads(cli.stdout)["flags"][0]
+    assert cli.returncode == 1 and "architecture 'gemma9'" in json.loads(cli.stdout)["flags"][0]
+
+
+def test_an_architecture_whose_rule_ropekit_cannot_model_is_refused_naming_it(tmp_path: Path) -> None:
+    """gemma4 passes its own frequency factors (proportional RoPE) and lays out SWA without load_swa_pattern:
+    the derived entry is a refusal citing those lines, never Gemma-3's rules."""
+    path = _write(tmp_path / "g4.gguf", "gemma4", {**GEOMETRY, "block_count": 2, "rope.freq_base": 1e6})
+    assert rules_for("gemma4") is None
+    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path))
+    assert report["verdict"] == "no_table"
+    assert report["reason"].startswith("audit cannot model llama.cpp's gemma4 (src/models/gemma4.cpp): ")
+    assert "ggml_rope_ext with frequency factors 'freq_factors' (src/models/gemma4.cpp:" in report["reason"]
+
+
+def test_an_architecture_without_rope_is_refused_as_such(tmp_path: Path) -> None:
+    path = _write(tmp_path / "m.gguf", "mamba2", {**GEOMETRY, "block_count": 2})
+    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path))
+    assert report["reason"].startswith("llama.cpp applies no RoPE for mamba2 (llama_model_rope_type: "
+                                       "LLAMA_ROPE_TYPE_NONE)")
 
 
 def test_the_config_and_the_file_disagree_on_the_layer_count(tmp_path: Path) -> None:
