@@ -381,6 +381,14 @@ def _audit_one(
         report["composition"] = "match" if composed is None else "mismatch"
         if composed is not None and verdict == "match":
             verdict, served_as = "mismatch", composed
+    elif artifact.kind == "gguf" and table.mrope_section is not None:
+        report["composition"] = "mismatch"
+        if verdict == "match":  # llama.cpp rebuilt no position streams: ggml_rope_ext, one position per token
+            verdict = "mismatch"
+            served_as = (f"llama.cpp rotates every pair by the token's one position (ggml_rope_ext: no "
+                         f"rope.dimension_sections turning ggml_rope_multi on) where the model's code composes "
+                         f"{'interleaved ' if table.mrope_composition == 'interleaved' else ''}sections "
+                         f"{list(table.mrope_section)}")
     report["verdict"] = verdict
     if served_as:
         report["served_as"] = served_as

@@ -374,3 +374,64 @@ def test_invalid_or_missing_sections_are_refused_by_name(tmp_path: Path) -> None
     scalar = read_artifact(_write(tmp_path / "scalar.gguf", "qwen2vl", {**keys, "rope.dimension_sections": 4}))
     assert scalar.engine["mrope"]["sections"] == [4, 4, 4, 4]  # get_key_or_arr copies a scalar to all four
     assert scalar.tables[0].axes == tuple([0] * 4 + [1] * 4 + [2] * 4 + [3] * 4)
+
+
+# --- the GLM-4 family: llama.cpp's glm4, NORM pairs, or MROPE once rope.dimension_sections turn use_mrope() on -----
+
+
+def _copy(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / f"{name}.gguf"
+    path.write_bytes((ARTIFACTS / name / "model.gguf").read_bytes())
+    return path
+
+
+def test_a_converted_glm4_checkpoint_audits_as_match() -> None:
+    """GLM-4 (Glm4ForCausalLM) through llama.cpp's converter: partial rotary 0.5 (dimension_count 16 of head 32),
+    adjacent (NORM) pairs, every layer with the global set."""
+    artifact = read_artifact(ARTIFACTS / "gguf_glm4" / "model.gguf")
+    assert (artifact.engine["arch"], artifact.engine["rope_mode"], artifact.engine["dimension_count"]) == (
+        "glm4", "norm", 16)
+    assert "mrope" not in artifact.engine and artifact.tables[0].axes is None
+    assert artifact.tables[0].values == pytest.approx(ropekit.plain_inv_freq(500000.0, 16), rel=1e-12)
+    report = _audit("gguf_glm4")
+    assert report["verdict"] == "match"
+    assert [(e["rotates"], e["rotary_dim"], e["interleaved"], e["verdict"]) for e in report["artifact"]["layers"]] == [
+        (True, 16, True, "match")] * 2
+    assert artifact.engine["rules_source"].startswith("src/models/glm4.cpp")
+
+
+def test_a_glm4_file_with_the_wrong_base_is_a_mismatch(tmp_path: Path) -> None:
+    path = _copy(tmp_path, "gguf_glm4")
+    field = gguf.GGUFReader(str(path), "r+").fields["glm4.rope.freq_base"]
+    field.parts[field.data[0]][0] = 10000.0
+    report = audit_artifact(ropekit.load(ARTIFACTS / "gguf_glm4" / "config.json"), read_artifact(path))
+    assert report["verdict"] == "mismatch"
+    assert report["layers"]["full_attention"]["served_as"] == (
+        "plain RoPE at the file's freq_base 10000, not the declared rope_theta 500000")
+    assert [e["verdict"] for e in report["artifact"]["layers"]] == ["mismatch"] * 2
+
+
+def test_a_converted_glm4v_checkpoint_with_sections_audits_as_match() -> None:
+    """GLM-4.1V's text model: the converter writes rope.dimension_sections [2, 3, 3, 0], so llama.cpp's glm4 turns
+    use_mrope() on and rotates with ggml_rope_multi (MROPE: consecutive sections, NEOX pairs)."""
+    artifact = read_artifact(ARTIFACTS / "gguf_glm4v_sections" / "model.gguf")
+    assert artifact.engine["rope_mode"] == "neox"
+    assert artifact.engine["mrope"]["sections"] == [2, 3, 3, 0]
+    assert artifact.tables[0].axes == (0, 0, 1, 1, 1, 2, 2, 2)
+    assert any("use_mrope() is on" in rule for rule in artifact.rules)
+    report = _audit("gguf_glm4v_sections")
+    assert report["verdict"] == "match"
+    (table,) = report["layers"]["full_attention"]["tables"]
+    assert table["composition"] == "match"
+
+
+def test_glm4v_without_sections_is_a_mismatch_naming_the_lost_streams(tmp_path: Path) -> None:
+    path = _copy(tmp_path, "gguf_glm4v_sections")
+    _set_sections(path, "glm4", [0, 0, 0, 0])
+    artifact = read_artifact(path)
+    assert artifact.engine["rope_mode"] == "norm" and artifact.tables[0].axes is None
+    report = audit_artifact(ropekit.load(ARTIFACTS / "gguf_glm4v_sections" / "config.json"), artifact)
+    assert report["verdict"] == "mismatch"
+    assert report["layers"]["full_attention"]["served_as"] == (
+        "llama.cpp rotates every pair by the token's one position (ggml_rope_ext: no rope.dimension_sections "
+        "turning ggml_rope_multi on) where the model's code composes sections [2, 3, 3]")

@@ -75,6 +75,14 @@ def test_a_stale_override_fails_the_run(tmp_path: Path) -> None:
     assert module.check_overrides(source) == []
 
 
+def test_the_audit_page_carries_the_generated_table() -> None:
+    module = _script()
+    data = json.loads(RULES_FILE.read_text(encoding="utf-8"))
+    doc = module.DOC.read_text(encoding="utf-8")
+    assert doc == module.page_with(doc, data), f"regenerate with {module.COMMAND}"
+    assert "| glm4 | norm, or mrope (src/llama-model.cpp:" in doc
+
+
 def test_every_architecture_has_rules_or_a_refusal_naming_the_rule() -> None:
     data = json.loads(RULES_FILE.read_text(encoding="utf-8"))["architectures"]
     assert len(data) > 140
