@@ -221,6 +221,14 @@ def _qwen2_yarn(**extra: Any) -> dict[str, Any]:
     }
 
 
+def _qwen3_yarn() -> dict[str, Any]:
+    """Qwen3 as its long-context card configures it: base 1e6, yarn factor 4 with explicit betas 32/1. The
+    builder serves it without truncation (a mismatch repair rewrites); the rewritten float32 cache, times the
+    attention factor 1.139, must then audit as a match (#33: it was refused at 1.5e-7)."""
+    return {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", **TINY, "max_position_embeddings": 1024,
+            "rope_theta": 1000000.0, "rope_scaling": dict(YARN), "attention_bias": False}
+
+
 def _gemma3() -> dict[str, Any]:
     return {
         "architectures": ["Gemma3ForCausalLM"],
@@ -456,6 +464,20 @@ CASES: list[Case] = [
         "Qwen2 yarn factor 4 (truncate defaults to true)",
         ["-p", "fp32", "-e", "cpu"],
         keep_checkpoint=True,
+    ),
+    Case(
+        "onnx_qwen3_yarn",
+        "ort-genai",
+        _qwen3_yarn(),
+        "Qwen3 yarn factor 4, betas 32/1, rope_theta 1e6 (served without truncation)",
+        ["-p", "fp32", "-e", "cpu"],
+    ),
+    Case(
+        "onnx_llama_yarn_theta5e5",
+        "ort-genai",
+        {**_llama(**{**YARN, "factor": 40.0}), "rope_theta": 500000.0},
+        "Llama yarn factor 40, rope_theta 5e5 (the builder serves it plain)",
+        ["-p", "fp32", "-e", "cpu"],
     ),
     Case(
         "onnx_qwen2_yarn_notruncate",

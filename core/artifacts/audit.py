@@ -454,13 +454,19 @@ def _compare_inv_freq(
 
 
 def _cache_tolerance(
-    inv_freq: npt.NDArray[np.float64], rows: int, first: int, dtype: str, angles: str
+    inv_freq: npt.NDArray[np.float64], rows: int, first: int, dtype: str, angles: str, magnitude: float = 1.0
 ) -> npt.NDArray[np.float64]:
-    """Per element: the dtype's rounding plus, for float32 angles, drift growing with position."""
+    """Per element: the dtype's rounding plus, for float32 angles, drift growing with position.
+
+    A cache of ``magnitude * cos`` (an attention factor other than 1 multiplied in) is rounded twice,
+    the cos/sin and then the product, and the magnitude the comparison divides by is read back from
+    those rounded values: up to two of the dtype's epsilons (a correct float32 yarn cache with factor
+    1.14 is off by 1.5e-7, over one epsilon of 1.19e-7 but under two)."""
     eps = float(np.finfo(np.dtype(dtype)).eps) if dtype in ("float16", "float32", "float64") else 1e-2
+    roundings = 1.0 if abs(magnitude - 1.0) <= eps else 2.0
     positions = np.arange(first, first + rows, dtype=np.float64)[:, None]
     scale = ANGLE_ULPS if angles == "float32" else 0.0
-    tolerance: npt.NDArray[np.float64] = eps + scale * positions * inv_freq[None, :] + 1e-12
+    tolerance: npt.NDArray[np.float64] = roundings * eps + scale * positions * inv_freq[None, :] + 1e-12
     return tolerance
 
 
@@ -478,7 +484,7 @@ def _compare_cache(
     if not np.all(np.isfinite(cos)) or (sin is not None and not np.all(np.isfinite(sin))):
         return False, {"non_finite": "the served cache holds NaN or infinity", "served_inv_freq": None}
     rows = cos.shape[0]
-    tolerance = _cache_tolerance(want, rows, served.first_position, served.dtype, served.angles)
+    tolerance = _cache_tolerance(want, rows, served.first_position, served.dtype, served.angles, magnitude)
     error = _cache_error(want, cos, sin, magnitude, served.first_position)
     detail: dict[str, Any] = {"rows": rows, "max_cache_error": _finite(float(np.max(error))),
                               "max_allowed": float(np.max(tolerance)),

@@ -31,6 +31,8 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "onnx_llama_linear": ("repaired", ""),
     "onnx_llama_yarn": ("repaired", ""),
     "onnx_qwen2_yarn": ("repaired", ""),
+    "onnx_qwen3_yarn": ("repaired", ""),
+    "onnx_llama_yarn_theta5e5": ("repaired", ""),
     "onnx_smollm3_nope_dml": ("repaired", ""),
     "gguf_seed_llama32_no_rope_freqs": ("repaired", ""),
     "gguf_qwen2_yarn_keys": ("repaired", ""),
@@ -96,6 +98,27 @@ def test_every_committed_artifact_is_repaired_left_alone_or_refused_by_name(
             assert result.reason in document["repairable_reason"]
     else:
         assert "repairable" not in document
+
+
+@pytest.mark.parametrize("name", ["onnx_qwen3_yarn", "onnx_llama_yarn_theta5e5"])
+def test_a_rewritten_yarn_cache_within_float32_is_repaired(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#33: builder packs with yarn (Qwen3 at base 1e6 with betas 32/1, Llama at factor 40) were refused with
+    'the rewritten copy still does not serve the declared table: an unidentified table (max difference 1.5e-07)'.
+    The copy is right within float32: a cache times an attention factor is rounded twice. The repair's verdict is
+    the audit's (the CLI, on the written copy), and both call it a match."""
+    config = ARTIFACTS / name / "config.json"
+    status = main(["repair", str(config), "--served", str(ARTIFACTS / name), "--out", str(tmp_path / "fixed")])
+    out = capsys.readouterr().out
+    assert status == 0 and out.startswith(f"repaired: wrote {tmp_path / 'fixed'}; it audits as match"), out
+    document = _audit_json(config, tmp_path / "fixed", capsys)
+    assert document["verdict"] == "match"
+    (table,) = document["layers"]["full_attention"]["tables"]
+    (comparison,) = table["comparisons"]
+    eps = float(np.finfo(np.float32).eps)
+    assert eps < comparison["max_cache_error"] < 2 * eps  # over one float32 epsilon, within two roundings
+    assert comparison["declared_attention_factor"] > 1.1
 
 
 def test_a_repaired_pack_keeps_everything_else(tmp_path: Path) -> None:
