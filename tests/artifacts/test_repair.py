@@ -46,6 +46,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "gguf_qwen2vl_qwen3vl_fourth": ("not_repairable", "puts pairs [13, 14] of the declared sections [8, 4, 4] on its "
                                     "fourth position stream"),
     "graph_optimum_phi3_longrope": ("not_repairable", "the rotary is computed in the graph"),
+    "graph_optimum_phi3_longrope_256": ("not_repairable", "the rotary is computed in the graph"),
     "pte_llama32_as_llama31": ("not_repairable", "an ExecuTorch program's constants are not rewritten"),
 }
 
@@ -119,6 +120,26 @@ def test_a_rewritten_yarn_cache_within_float32_is_repaired(
     eps = float(np.finfo(np.float32).eps)
     assert eps < comparison["max_cache_error"] < 2 * eps  # over one float32 epsilon, within two roundings
     assert comparison["declared_attention_factor"] > 1.1
+
+
+def test_a_traced_longrope_export_the_audit_calls_a_mismatch_is_never_unchanged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#33: optimum-onnx traced Phi-3's rotary with its short factors frozen. With an original context of 256 (past
+    the default evaluation length 64), 'ropekit audit' said MISMATCH above 256 positions while 'ropekit repair' read
+    the graph at 64 positions only and said 'unchanged: it already serves the declared table' (exit 0). Both now read
+    it the one way (both sides of the switch): a mismatch, and repair refuses it by name (exit 1)."""
+    name = "graph_optimum_phi3_longrope_256"
+    config, served = ARTIFACTS / name / "config.json", ARTIFACTS / name
+    document = _audit_json(config, served, capsys)
+    assert document["verdict"] == "mismatch" and document["repairable"] is False
+    assert document["artifact"]["engine"]["graph_rotary"].endswith("evaluated with onnxruntime at [256, 257] positions")
+    verdicts = [table["verdict"] for table in document["layers"]["full_attention"]["tables"]]
+    assert verdicts == ["match", "mismatch"]  # the short factors, frozen: right at 256, wrong at 257
+    status = main(["repair", str(config), "--served", str(served), "--out", str(tmp_path / "fixed")])
+    out = capsys.readouterr().out
+    assert status == 1 and out.startswith("not repairable: the rotary is computed in the graph"), out
+    assert not (tmp_path / "fixed").exists()
 
 
 def test_a_repaired_pack_keeps_everything_else(tmp_path: Path) -> None:
