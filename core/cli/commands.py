@@ -245,7 +245,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     report = audit_artifact(model, artifact, layer_type=args.layer_type, positions=args.positions, rtol=args.rtol)
     from ..artifacts.repair import annotate
 
-    annotate(model, artifact, report)
+    annotate(model, artifact, report, default=args.rtol is None and args.layer_type is None)  # one audit, not two
     if args.json:
         print_json(report)
     else:

@@ -360,7 +360,7 @@ def _audit_artifacts(model: Any, artifacts: tuple[str, ...], base: str | None = 
         shown = os.path.relpath(path, base) if base is not None else os.path.basename(path)
         try:
             artifact = read_for_audit(model, path)  # as `ropekit audit` and `ropekit repair` read it
-            report = annotate(model, artifact, audit_artifact(model, artifact))
+            report = annotate(model, artifact, audit_artifact(model, artifact), default=True)
         except Exception as error:  # one unreadable artifact is this row's problem, not the scan's
             results[path] = {"verdict": "error", "reason": str(error)}
             problems.append(f"{shown}: cannot audit: {error}")

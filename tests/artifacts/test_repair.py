@@ -142,6 +142,31 @@ def test_a_traced_longrope_export_the_audit_calls_a_mismatch_is_never_unchanged(
     assert not (tmp_path / "fixed").exists()
 
 
+@pytest.mark.parametrize(("flags", "audits"), [([], 1), (["--rtol", "0.01"], 2), (["--layer-type", "full_attention"], 2)])
+def test_ropekit_audit_computes_the_audit_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], flags: list[str], audits: int
+) -> None:
+    """#33: 'ropekit audit' audited twice (repairable re-audited). With the default tolerances over every layer type
+    the audit it prints is the one repair decides from; other tolerances or one layer type need repair's own."""
+    import ropekit.artifacts.audit as audit_module
+    import ropekit.artifacts.repair.decide as decide
+
+    calls: list[str] = []
+    real = audit_module.audit_artifact
+
+    def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        calls.append("audit")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(audit_module, "audit_artifact", counted)
+    monkeypatch.setattr(decide, "audit_artifact", counted)
+    name = "onnx_qwen3_yarn"
+    status = main(["audit", str(ARTIFACTS / name / "config.json"), "--served", str(ARTIFACTS / name), "--json", *flags])
+    document = json.loads(capsys.readouterr().out)
+    assert status == 1 and document["repairable"] is True
+    assert len(calls) == audits
+
+
 def test_a_repaired_pack_keeps_everything_else(tmp_path: Path) -> None:
     import onnx
 
