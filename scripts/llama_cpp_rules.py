@@ -400,6 +400,11 @@ class Derivation:
                 judged = self._call(rel, text, match.start(), match.group(1), args)
                 if judged is not None:
                     found.append((condition, judged, f"{match.group(1)}{args[3:]}", rel, match.start()))
+        other = re.compile(r"\b(ggml_rope(?!_ext\b|_multi\b|_set_offset\b)\w*|build_rope\w*)\s*\(")
+        for rel, begin, end in spans:
+            text = _strip_comments(self.src.text(rel))
+            for match in other.finditer(text, begin, end):  # a rope op whose arguments ropekit does not read
+                self.refuse(rel, match.start(), f"{match.group(1)} (a rope op ropekit does not model)")
         for rel, begin, end in spans:
             text = _strip_comments(self.src.text(rel))
             match = re.compile(r"GGML_ASSERT\(n_embd_head\s*==\s*n_rot\)").search(text, begin, end)
