@@ -172,6 +172,7 @@ class Case:
     known_failure: str = ""  # the producer is known to fail on this case (recorded, not an error)
     keep_checkpoint: bool = False  # commit the tiny checkpoint beside the artifact (logit tests run both)
     bpe: bool = False  # the converter reads a GPT-2-style (BPE) vocab: give the checkpoint a tokenizer.json
+    specials: tuple[str, ...] = ()  # extra special tokens the converter looks up by name (GLM-4: <|endoftext|>)
 
 
 def _llama(**rope: Any) -> dict[str, Any]:
@@ -218,6 +219,14 @@ def _qwen2_yarn(**extra: Any) -> dict[str, Any]:
         "sliding_window": None,
         "rope_scaling": {**YARN, **extra},
     }
+
+
+def _qwen3_yarn() -> dict[str, Any]:
+    """Qwen3 as its long-context card configures it: base 1e6, yarn factor 4 with explicit betas 32/1. The
+    builder serves it without truncation (a mismatch repair rewrites); the rewritten float32 cache, times the
+    attention factor 1.139, must then audit as a match (#33: it was refused at 1.5e-7)."""
+    return {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", **TINY, "max_position_embeddings": 1024,
+            "rope_theta": 1000000.0, "rope_scaling": dict(YARN), "attention_bias": False}
 
 
 def _gemma3() -> dict[str, Any]:
@@ -321,6 +330,35 @@ def _neox(model_type: str) -> dict[str, Any]:
                 "rotary_emb_base": 50000, "use_parallel_residual": True, "hidden_act": "gelu"}
     return {**cfg, "architectures": ["StableLmForCausalLM"], "model_type": "stablelm", "partial_rotary_factor": 0.25,
             "rope_theta": 50000.0, "use_qkv_bias": False, "hidden_act": "silu"}
+
+
+def _glm4(**extra: Any) -> dict[str, Any]:
+    """GLM-4 (Glm4ForCausalLM): partial rotary 0.5 over interleaved pairs (llama.cpp: glm4, LLAMA_ROPE_TYPE_NORM
+    without rope.dimension_sections); two layers."""
+    return {"architectures": ["Glm4ForCausalLM"], "model_type": "glm4", **TINY, "num_hidden_layers": 2,
+            "max_position_embeddings": 256, "rope_theta": 500000.0, "partial_rotary_factor": 0.5,
+            "attention_bias": True, "pad_token_id": 0, **extra}
+
+
+def _glm4v(section: list[int]) -> dict[str, Any]:
+    """GLM-4.1V's text model (Glm4vForConditionalGeneration): GLM-4 with ``mrope_section`` over its 8 rotary
+    pairs. Its converter (Glm4Model, use_mrope) writes rope.dimension_sections and permutes Q/K to NEOX order
+    (llama.cpp glm4: LLAMA_ROPE_TYPE_MROPE once use_mrope() sees two non-zero sections)."""
+    text = {**{k: v for k, v in TINY.items() if k not in ("tie_word_embeddings", "torch_dtype")},
+            "model_type": "glm4v_text", "num_hidden_layers": 2, "max_position_embeddings": 256,
+            "partial_rotary_factor": 0.5, "attention_bias": True, "pad_token_id": 0,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0, "mrope_section": section,
+                                "partial_rotary_factor": 0.5}}
+    vision = {"depth": 1, "hidden_size": 32, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": 64,
+              "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "in_channels": 3,
+              "image_size": 28}
+    return {"architectures": ["Glm4vForConditionalGeneration"], "model_type": "glm4v", "text_config": text,
+            "vision_config": vision, "image_token_id": 93, "video_token_id": 94, "image_start_token_id": 91,
+            "image_end_token_id": 92, "video_start_token_id": 89, "video_end_token_id": 90,
+            "tie_word_embeddings": True, "torch_dtype": "float32"}
+
+
+GLM_SPECIALS = ("<|endoftext|>", "<|user|>")  # Glm4Model.set_vocab looks both up in the added vocab
 
 
 # --- multimodal (mrope) llama.cpp cases: the text model of a tiny VL checkpoint (vision tower 1 block) ------------
@@ -428,6 +466,20 @@ CASES: list[Case] = [
         keep_checkpoint=True,
     ),
     Case(
+        "onnx_qwen3_yarn",
+        "ort-genai",
+        _qwen3_yarn(),
+        "Qwen3 yarn factor 4, betas 32/1, rope_theta 1e6 (served without truncation)",
+        ["-p", "fp32", "-e", "cpu"],
+    ),
+    Case(
+        "onnx_llama_yarn_theta5e5",
+        "ort-genai",
+        {**_llama(**{**YARN, "factor": 40.0}), "rope_theta": 500000.0},
+        "Llama yarn factor 40, rope_theta 5e5 (the builder serves it plain)",
+        ["-p", "fp32", "-e", "cpu"],
+    ),
+    Case(
         "onnx_qwen2_yarn_notruncate",
         "ort-genai",
         _qwen2_yarn(truncate=False),
@@ -521,6 +573,10 @@ CASES: list[Case] = [
          "rope_parameters (KeyError: 'rotary_pct'); see gguf_gptneox_keys"),
     Case("gguf_gptneox_keys", "gguf-writer", _neox("gpt_neox"), "GPT-NeoX metadata exactly as its converter writes "
          "it (no rope.freq_base): written with GGUFWriter because the converter fails under transformers 5"),
+    Case("gguf_glm4", "llama.cpp", _glm4(), "GLM-4, partial rotary 0.5, theta 5e5 (llama.cpp glm4: NORM pairs)",
+         ["--outtype", "f16"], bpe=True, specials=GLM_SPECIALS),
+    Case("gguf_glm4v_sections", "llama.cpp", _glm4v([2, 3, 3]), "GLM-4.1V text model, mrope sections [2, 3, 3] "
+         "(llama.cpp glm4 with rope.dimension_sections: MROPE)", ["--outtype", "f16"], bpe=True, specials=GLM_SPECIALS),
     Case("gguf_qwen2vl_sections", "llama.cpp", _qwen2vl("qwen2_vl", [4, 6, 6]), "Qwen2-VL text model, mrope "
          "sections [4, 6, 6] (llama.cpp qwen2vl: consecutive sections)", ["--outtype", "f16"]),
     Case("gguf_qwen2vl_qwen25", "llama.cpp", _qwen2vl("qwen2_5_vl", [2, 7, 7]), "Qwen2.5-VL text model, mrope "
@@ -584,15 +640,16 @@ def train_tokenizer(work: Path) -> Path:
     return prefix.with_suffix(".model")
 
 
-def write_bpe_tokenizer(work: Path, ckpt: Path) -> None:
+def write_bpe_tokenizer(work: Path, ckpt: Path, specials: tuple[str, ...] = ()) -> None:
     """A 96-token BPE ``tokenizer.json`` (whitespace pre-tokenizer) trained on the same generated text, for the
-    converters that read a GPT-2-style vocab (gpt-oss, llama4, gptneox, stablelm)."""
+    converters that read a GPT-2-style vocab (gpt-oss, llama4, gptneox, stablelm, glm4), with ``specials`` added."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False)
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<unk>", "<s>", "</s>", *specials],
+                                  show_progress=False)
     tokenizer.train([str(work / "corpus.txt")], trainer)
     PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<s>",
                             eos_token="</s>").save_pretrained(ckpt)
@@ -621,7 +678,7 @@ def build_checkpoint(case: Case, sp_model: Path, work: Path) -> Path:
     shutil.copy(tmp / "model.safetensors", ckpt / "model.safetensors")
     shutil.rmtree(tmp)
     if case.bpe:
-        write_bpe_tokenizer(work, ckpt)
+        write_bpe_tokenizer(work, ckpt, case.specials)
     else:
         shutil.copy(sp_model, ckpt / "tokenizer.model")
         LlamaTokenizer.from_pretrained(ckpt).save_pretrained(ckpt)
@@ -1128,7 +1185,7 @@ def measure_gguf(case: Case, dest: Path) -> dict[str, Any]:
 
 
 PER_LAYER_CASES = {"gguf_gemma3", "gguf_smollm3", "gguf_smollm3_all_rope", "gguf_llama4_all_rope", "gguf_gpt_oss_yarn",
-                   "gguf_stablelm_base", "gguf_gptneox_keys"}
+                   "gguf_stablelm_base", "gguf_gptneox_keys", "gguf_glm4"}
 
 
 def measure_gguf_layers(case: Case, dest: Path) -> dict[str, Any]:
@@ -1161,7 +1218,8 @@ def measure_gguf_layers(case: Case, dest: Path) -> dict[str, Any]:
             "tensor_count": len(tensors), "transformers_layers": layers, "transformers_tables": tables}
 
 
-MROPE_CASES = {"gguf_qwen2vl_sections", "gguf_qwen2vl_qwen25", "gguf_qwen2vl_qwen3vl", "gguf_qwen2vl_qwen3vl_fourth"}
+MROPE_CASES = {"gguf_glm4v_sections", "gguf_qwen2vl_sections", "gguf_qwen2vl_qwen25", "gguf_qwen2vl_qwen3vl",
+               "gguf_qwen2vl_qwen3vl_fourth"}
 
 
 def measure_gguf_mrope(case: Case, dest: Path) -> dict[str, Any]:

@@ -38,6 +38,12 @@ CASES: dict[str, dict[str, Any]] = {
                       "max_position_embeddings": 128, "original_max_position_embeddings": 32,
                       "rope_scaling": {"type": "longrope", "short_factor": [1.0 + i / 10 for i in range(PAIRS)],
                                        "long_factor": [2.0 + i for i in range(PAIRS)]}},
+    # original context 256: past the audit's default evaluation length (64), so only evaluating both sides of the
+    # switch (256, 257) shows the frozen short factors; audit and repair must read it alike (#33)
+    "phi3_longrope_256": {"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", **TINY,
+                          "max_position_embeddings": 1024, "original_max_position_embeddings": 256,
+                          "rope_scaling": {"type": "longrope", "short_factor": [1.0 + i / 10 for i in range(PAIRS)],
+                                           "long_factor": [2.0 + i for i in range(PAIRS)]}},
     "llama3": {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **TINY, "max_position_embeddings": 128,
                "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                 "original_max_position_embeddings": 16}},
@@ -91,6 +97,7 @@ def export_dynamo(ckpt: Path, out: Path) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--producer", choices=("optimum", "torch-dynamo"), required=True)
+    parser.add_argument("--only", nargs="*", help="case names to (re)export; the manifest keeps the others")
     args = parser.parse_args()
     exporter = export_optimum if args.producer == "optimum" else export_dynamo
     package = "optimum-onnx" if args.producer == "optimum" else "torch"
@@ -98,6 +105,7 @@ def main() -> int:
     manifest_path = ARTIFACTS / "MANIFEST.json"
     manifest = json.loads(manifest_path.read_text())
     cases = CASES if args.producer == "optimum" else {"phi3_longrope": CASES["phi3_longrope"]}
+    cases = {case: config for case, config in cases.items() if not args.only or case in args.only}
     with tempfile.TemporaryDirectory() as work:
         for case, config in cases.items():
             name = f"graph_{args.producer.replace('-', '_')}_{case}"

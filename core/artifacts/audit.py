@@ -381,6 +381,14 @@ def _audit_one(
         report["composition"] = "match" if composed is None else "mismatch"
         if composed is not None and verdict == "match":
             verdict, served_as = "mismatch", composed
+    elif artifact.kind == "gguf" and table.mrope_section is not None:
+        report["composition"] = "mismatch"
+        if verdict == "match":  # llama.cpp rebuilt no position streams: ggml_rope_ext, one position per token
+            verdict = "mismatch"
+            served_as = (f"llama.cpp rotates every pair by the token's one position (ggml_rope_ext: no "
+                         f"rope.dimension_sections turning ggml_rope_multi on) where the model's code composes "
+                         f"{'interleaved ' if table.mrope_composition == 'interleaved' else ''}sections "
+                         f"{list(table.mrope_section)}")
     report["verdict"] = verdict
     if served_as:
         report["served_as"] = served_as
@@ -446,13 +454,19 @@ def _compare_inv_freq(
 
 
 def _cache_tolerance(
-    inv_freq: npt.NDArray[np.float64], rows: int, first: int, dtype: str, angles: str
+    inv_freq: npt.NDArray[np.float64], rows: int, first: int, dtype: str, angles: str, magnitude: float = 1.0
 ) -> npt.NDArray[np.float64]:
-    """Per element: the dtype's rounding plus, for float32 angles, drift growing with position."""
+    """Per element: the dtype's rounding plus, for float32 angles, drift growing with position.
+
+    A cache of ``magnitude * cos`` (an attention factor other than 1 multiplied in) is rounded twice,
+    the cos/sin and then the product, and the magnitude the comparison divides by is read back from
+    those rounded values: up to two of the dtype's epsilons (a correct float32 yarn cache with factor
+    1.14 is off by 1.5e-7, over one epsilon of 1.19e-7 but under two)."""
     eps = float(np.finfo(np.dtype(dtype)).eps) if dtype in ("float16", "float32", "float64") else 1e-2
+    roundings = 1.0 if abs(magnitude - 1.0) <= eps else 2.0
     positions = np.arange(first, first + rows, dtype=np.float64)[:, None]
     scale = ANGLE_ULPS if angles == "float32" else 0.0
-    tolerance: npt.NDArray[np.float64] = eps + scale * positions * inv_freq[None, :] + 1e-12
+    tolerance: npt.NDArray[np.float64] = roundings * eps + scale * positions * inv_freq[None, :] + 1e-12
     return tolerance
 
 
@@ -470,7 +484,7 @@ def _compare_cache(
     if not np.all(np.isfinite(cos)) or (sin is not None and not np.all(np.isfinite(sin))):
         return False, {"non_finite": "the served cache holds NaN or infinity", "served_inv_freq": None}
     rows = cos.shape[0]
-    tolerance = _cache_tolerance(want, rows, served.first_position, served.dtype, served.angles)
+    tolerance = _cache_tolerance(want, rows, served.first_position, served.dtype, served.angles, magnitude)
     error = _cache_error(want, cos, sin, magnitude, served.first_position)
     detail: dict[str, Any] = {"rows": rows, "max_cache_error": _finite(float(np.max(error))),
                               "max_allowed": float(np.max(tolerance)),

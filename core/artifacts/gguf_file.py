@@ -32,18 +32,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import attrs
 import numpy as np
 
 from ..contract.scheme import plain_inv_freq
 from ..errors import ArgumentError, MissingDependencyError
 from .llama_cpp import (
-    ARCHITECTURES,
     LLAMA_CPP_SOURCE,
     MROPE_SOURCE,
     Arch,
     LayerPlan,
     layer_plan,
     mrope_streams,
+    rules_for,
     unknown_architecture,
 )
 from .served import ServedArtifact, ServedTable, check_regular_file
@@ -112,11 +113,12 @@ def read_gguf(path: str, *, n_ctx: int | None = None) -> ServedArtifact:
     arch = fields.get("general.architecture")
     if not isinstance(arch, str):
         raise ArgumentError("served", f"{path}: no general.architecture key; not a model GGUF")
-    if arch not in ARCHITECTURES:
+    rules = rules_for(arch)
+    if rules is None:
         refusal = unknown_architecture(arch)
         engine = {"arch": arch, "refused": refusal, "tensors": sorted(tensors)}
         return ServedArtifact(path, "gguf", (), producer="llama.cpp (GGUF)", flags=(refusal,), engine=engine)
-    return _Reader(path, arch, _Keys(path, arch, fields), tensors, n_ctx).artifact(ARCHITECTURES[arch])
+    return _Reader(path, arch, _Keys(path, arch, fields), tensors, n_ctx).artifact(rules)
 
 
 class _Reader:
@@ -166,15 +168,21 @@ class _Reader:
 
     def artifact(self, rules: Arch) -> ServedArtifact:
         """Every base/scale set's table and the per-layer plan, by ``rules``."""
+        rules = self._resolve_mrope(rules)
         n_layer = self.keys.number("block_count", 0, integer=True)
         if not 0 < n_layer <= _MAX_LAYERS:
             raise ArgumentError("served", f"{self.path}: {self.arch}.block_count is {n_layer or 'missing'}; llama.cpp "
                                 f"loads 1 to {_MAX_LAYERS} layers")
         n_rot_swa = self.keys.number("rope.dimension_count_swa", self.n_rot_full, integer=True)
         self._check_rot(n_rot_swa, "rope.dimension_count_swa")
+        if rules.n_rot_per_layer and n_rot_swa != self.n_rot_full:
+            raise ArgumentError("served", f"{self.path}: {self.arch}.rope.dimension_count_swa {n_rot_swa} differs from "
+                                f"rope.dimension_count {self.n_rot_full}; llama.cpp's {self.arch} graph rotates "
+                                "hparams.n_rot(il) per layer, which ropekit does not rebuild")
         if rules.head_rot and self._head_dim() and self.n_rot_full != self._head_dim():
             raise ArgumentError("served", f"{self.path}: {self.arch}.rope.dimension_count is {self.n_rot_full}; "
-                                f"llama.cpp's {self.arch} loader refuses any but the head size {self._head_dim()}")
+                                f"llama.cpp's {self.arch} refuses any but the head size {self._head_dim()} (its loader "
+                                "or graph asserts n_rot == head size)")
         plan = layer_plan(rules, n_layer, self.keys.get)
         n_rot = n_rot_swa if plan.swa[0] else self.n_rot_full  # the graph's n_rot is hparams.n_rot(0)
         freq_factors, regime = self._freq_factors(rules, n_rot // 2)
@@ -204,6 +212,25 @@ class _Reader:
             engine["mrope"] = mrope
         return ServedArtifact(self.path, "gguf", tables, producer="llama.cpp (GGUF)", rules=tuple(self.rules),
                               flags=tuple(self.flags), engine=engine)
+
+    def _resolve_mrope(self, rules: Arch) -> Arch:
+        """For an architecture whose rope type is MROPE only when ``use_mrope()`` (glm4, glm4moe): the rules
+        this file gets. llama.cpp reads ``rope.dimension_sections`` as optional (``get_key_or_arr(..., 4,
+        false)``) and turns ggml_rope_multi on when its first two sections are non-zero (``use_mrope``,
+        src/llama-hparams.cpp)."""
+        if not rules.mrope_optional:
+            return rules
+        value = self.keys.get("rope.dimension_sections")
+        raw = value if isinstance(value, list) else [value] * 4 if value is not None else [0, 0, 0, 0]
+        integers = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in raw)
+        if integers and len(raw) == 4 and raw[0] > 0 and raw[1] > 0:
+            self.rules.append(f"{self.arch}.rope.dimension_sections {list(raw)}: use_mrope() is on, llama.cpp rotates "
+                              "with ggml_rope_multi (LLAMA_ROPE_TYPE_MROPE, NEOX pairs)")
+            return attrs.evolve(rules, neox=True, mrope="sections", mrope_optional=False)
+        if value is not None:
+            self.rules.append(f"{self.arch}.rope.dimension_sections {value!r}: use_mrope() is off (it needs the first "
+                              "two sections non-zero), llama.cpp rotates with ggml_rope_ext")
+        return attrs.evolve(rules, mrope_optional=False)
 
     def _engine(self) -> dict[str, Any]:
         return {"arch": self.arch, "n_ctx": self.n_ctx, "context_length": self.context,

@@ -1,6 +1,11 @@
 """llama.cpp's RoPE rules per architecture and per layer, as its source states them.
 
-Read from the llama.cpp copy vendored in the llama-cpp-python 0.3.36 sdist
+The rules are *derived* from the llama.cpp copy vendored in the llama-cpp-python 0.3.36 sdist by
+``scripts/llama_cpp_rules.py`` and committed as ``llama_cpp_rules.json`` beside this module (one
+entry per ``general.architecture`` llama.cpp names, each with the source lines it was read from);
+``tests/artifacts/test_llama_cpp_rules.py`` regenerates it when the source is at hand. The file is
+read on the first GGUF audit, never at import, and only the architecture asked for becomes an
+:class:`Arch`. The places read
 (:data:`LLAMA_CPP_SOURCE`): ``src/llama-model.cpp`` (common hparams, ``llama_model_rope_type``,
 ``get_rope_freq_base``/``get_rope_freq_scale``: SWA layers use the ``_swa`` values),
 ``src/models/<arch>.cpp`` (each architecture's ``load_arch_hparams`` and graph: which layers call
@@ -10,23 +15,30 @@ multimodal architectures (qwen2vl, qwen3vl, qwen3vlmoe) call ``ggml_rope_multi``
 ``rope.dimension_sections``; which pair follows which of the four position streams is
 ``ggml_mrope_cache_init`` in ``ggml/src/ggml-cpu/ops.cpp`` (:func:`mrope_streams`).
 
-:data:`ARCHITECTURES` holds one :class:`Arch` per ``general.architecture`` the audit knows; any
-other architecture is refused by name (:func:`unknown_architecture`), never judged by Llama's
+:func:`rules_for` gives the :class:`Arch` of an architecture whose rules were derived; any other
+architecture is refused by name (:func:`unknown_architecture`: the rule ropekit cannot model, or
+that llama.cpp applies no RoPE, or that it does not know the name), never judged by Llama's
 rules. :func:`layer_plan` lays out, for one file, which layers are SWA and which rotate.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
 import attrs
 
-__all__ = ["ARCHITECTURES", "LLAMA_CPP_SOURCE", "MROPE_SOURCE", "Arch", "LayerPlan", "Swa", "layer_plan",
-           "mrope_streams", "unknown_architecture"]
+__all__ = ["LLAMA_CPP_SOURCE", "MROPE_SOURCE", "RULES_FILE", "Arch", "LayerPlan", "Swa", "entry", "layer_plan",
+           "modelled", "mrope_streams", "rules_for", "unknown_architecture"]
 
 LLAMA_CPP_SOURCE = "llama.cpp as vendored in llama-cpp-python 0.3.36"
-"""The source the rules below were read from."""
+"""The source the rules were derived from."""
+
+RULES_FILE = Path(__file__).with_name("llama_cpp_rules.json")
+"""The derived rules (``scripts/llama_cpp_rules.py`` writes it)."""
 
 Rotates = Literal["all", "swa", "llama4", "smollm3", "finetuned"]
 
@@ -69,7 +81,11 @@ class Arch:
     ``not_written``: RoPE facts the converter never writes (what llama.cpp then assumes);
     ``mrope``: the graph rotates with ``ggml_rope_multi`` over ``rope.dimension_sections``
     (``sections``: LLAMA_ROPE_TYPE_MROPE, consecutive sections; ``interleaved``:
-    LLAMA_ROPE_TYPE_IMROPE), NEOX pairs, the key required by the loader.
+    LLAMA_ROPE_TYPE_IMROPE), NEOX pairs, the key required by the loader; ``mrope_optional``: the
+    rope type is MROPE only when the file's ``rope.dimension_sections`` turn ``use_mrope()`` on
+    (its first two sections non-zero; glm4, glm4moe), else ``neox`` decides; ``n_rot_per_layer``:
+    the graph rotates ``hparams.n_rot(il)`` channels (SWA layers ``rope.dimension_count_swa``);
+    ``cites``: the source lines each fact was read from.
     """
 
     name: str
@@ -84,6 +100,9 @@ class Arch:
     head_rot: bool = False
     not_written: tuple[str, ...] = ()
     mrope: Literal["sections", "interleaved"] | None = None
+    mrope_optional: bool = False
+    n_rot_per_layer: bool = False
+    cites: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -97,72 +116,37 @@ class LayerPlan:
     notes: tuple[str, ...] = ()
 
 
-_NO_BASE = "rope.freq_base (llama.cpp serves 10000)"
-_NO_SCALING = "rope.scaling.* (any declared scaling is served plain)"
+@functools.cache
+def _data() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(RULES_FILE.read_text(encoding="utf-8"))
+    return data
 
 
-def _arch(name: str, source: str, neox: bool, **rules: Any) -> tuple[str, Arch]:
-    return name, Arch(name, f"src/models/{source}.cpp", neox, **rules)
+def entry(arch: str) -> dict[str, Any] | None:
+    """The committed entry for ``arch`` (its rope type, cited source lines, and rules or refusal), or None."""
+    found: dict[str, Any] | None = _data()["architectures"].get(arch)
+    return found
 
 
-ARCHITECTURES: dict[str, Arch] = dict((
-    # all layers rotate with the global base and scale
-    _arch("llama", "llama", False, factors=True, head_rot=True),
-    _arch("deepseek", "deepseek", False, factors=True),
-    _arch("exaone", "exaone", True, factors=True),
-    _arch("phi3", "phi3", True, factors=True),
-    _arch("arcee", "arcee", False, factors=True),
-    _arch("mistral3", "mistral3", False, factors=True, betas=(32.0, 1.0), log_mul=1.0),
-    _arch("granite", "granite", False, factors=True, rotates="finetuned"),
-    _arch("qwen2", "qwen2", True),
-    _arch("qwen2moe", "qwen2moe", True),
-    _arch("qwen3", "qwen3", True),
-    _arch("qwen3moe", "qwen3moe", True),
-    _arch("gemma", "gemma", True, not_written=(_NO_BASE, _NO_SCALING)),
-    _arch("starcoder2", "starcoder2", True),
-    _arch("stablelm", "stablelm", True, not_written=(_NO_BASE, _NO_SCALING)),
-    _arch("gptneox", "gptneox", True, not_written=(_NO_BASE, _NO_SCALING)),
-    _arch("olmo", "olmo", False),
-    _arch("olmoe", "olmoe", True),
-    _arch("internlm2", "internlm2", False),
-    _arch("phi2", "phi2", True),
-    _arch("command-r", "command-r", False, not_written=("rope.scaling.type is written as none: scale 1",)),
-    _arch("falcon", "falcon", True, head_rot=True),
-    _arch("baichuan", "baichuan", False),
-    _arch("orion", "orion", True),
-    _arch("xverse", "xverse", False),
-    _arch("bitnet", "bitnet", True),
-    _arch("codeshell", "codeshell", True),
-    _arch("nemotron", "nemotron", True),
-    _arch("seed_oss", "seed-oss", True),
-    _arch("dots1", "dots1", True),
-    _arch("ernie4_5", "ernie4-5", False),
-    _arch("grok", "grok", True, betas=(8.0, 1.0), ext_attn=True),
-    _arch("deepseek2", "deepseek2", False, log_mul=0.1),
-    # NoPE layers
-    _arch("smollm3", "smollm3", False, rotates="smollm3",
-          not_written=("no_rope_layers (llama.cpp drops RoPE on every 4th layer, (il + 1) % 4 == 0)",)),
-    _arch("llama4", "llama4", False, factors=True, rotates="llama4",
-          swa=Swa(4, when="llama4"),
-          not_written=("no_rope_layers (llama.cpp: every 4th layer, or the last one when attention.sliding_window "
-                       "is 0)",)),
-    # sliding-window layers
-    _arch("gemma2", "gemma2", True, swa=Swa(2), not_written=(_NO_BASE, _NO_SCALING, "sliding_window_pattern (2)")),
-    _arch("gemma3", "gemma3", True, swa=Swa(6, when="window", base="default", scale="one"),
-          not_written=("sliding_window_pattern (llama.cpp: 5 sliding, 1 global)",
-                       "the sliding layers' scaling (scale 1)")),
-    _arch("gpt-oss", "openai-moe", True, swa=Swa(2),
-          not_written=("yarn truncate (ggml always truncates the correction range)",)),
-    _arch("cohere2", "cohere2", False, factors=True, rotates="swa", swa=Swa(4, per_layer=False),
-          not_written=("sliding_window_pattern (4)", "rope.scaling.type is written as none: scale 1")),
-    _arch("olmo2", "olmo2", True, swa=Swa(4, when="window", scale="one", per_layer=False, plain=True)),
-    _arch("exaone4", "exaone4", True, factors=True, rotates="swa", swa=Swa(4, when="layers64", per_layer=False)),
-    # multimodal: ggml_rope_multi over rope.dimension_sections (llama_model_rope_type: MROPE / IMROPE)
-    _arch("qwen2vl", "qwen2vl", True, head_rot=True, mrope="sections"),
-    _arch("qwen3vl", "qwen3vl", True, head_rot=True, mrope="interleaved"),
-    _arch("qwen3vlmoe", "qwen3vlmoe", True, head_rot=True, mrope="interleaved"),
-))
-"""Every architecture the audit rebuilds per layer; the rest are refused by name."""
+def modelled() -> list[str]:
+    """Every architecture whose rules were derived, sorted."""
+    return sorted(name for name, found in _data()["architectures"].items() if "rules" in found)
+
+
+@functools.lru_cache(maxsize=64)
+def rules_for(arch: str) -> Arch | None:
+    """The derived :class:`Arch` of ``arch``, or None when it is refused (:func:`unknown_architecture` says why)."""
+    found = entry(arch)
+    if found is None or "rules" not in found:
+        return None
+    rules = dict(found["rules"])
+    swa = rules.pop("swa", None)
+    betas = rules.pop("betas", None)
+    not_written = rules.pop("not_written", ())
+    cites = tuple(f"{fact}: {', '.join(lines)}" for fact, lines in sorted(found["cites"].items()))
+    return Arch(arch, found["source"], swa=None if swa is None else Swa(**swa),
+                betas=None if betas is None else (float(betas[0]), float(betas[1])), not_written=tuple(not_written),
+                cites=cites, **rules)
 
 
 MROPE_SOURCE = ("ggml_mrope_cache_init (ggml/src/ggml-cpu/ops.cpp; rope_multi in ggml-cuda/rope.cu agrees), text "
@@ -201,9 +185,14 @@ def mrope_streams(composition: str, sections: tuple[int, ...], pairs: int) -> li
 
 
 def unknown_architecture(arch: str) -> str:
-    """The refusal for an architecture without rules here: what the audit would need, and what it knows."""
-    return (f"audit does not know llama.cpp's rules for architecture {arch!r} ({LLAMA_CPP_SOURCE}); it rebuilds only "
-            f"{', '.join(sorted(ARCHITECTURES))}: dump the tables the forward uses and audit those")
+    """The refusal for an architecture without derived rules: the rule ropekit cannot model (cited), or that
+    llama.cpp does not know the name; and what to do instead."""
+    found = entry(arch)
+    advice = "dump the tables the forward uses and audit those"
+    if found is None:
+        return (f"audit does not know llama.cpp's rules for architecture {arch!r}: {LLAMA_CPP_SOURCE} has no such "
+                f"architecture (it rebuilds {len(modelled())} architectures, listed in docs/audit.md); {advice}")
+    return f"{found['refusal']} ({LLAMA_CPP_SOURCE}); {advice}"
 
 
 Read = Callable[[str], Any]

@@ -4,11 +4,38 @@ file serve". Readers are imported only when their format is met (each needs its 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from .pte_file import EXECUTORCH_NOTE
 from .served import ServedArtifact
 
-__all__ = ["EXECUTORCH_NOTE", "read_artifact"]
+if TYPE_CHECKING:
+    from ..tables.table import ModelRope
+
+__all__ = ["EXECUTORCH_NOTE", "read_artifact", "read_for_audit"]
+
+
+def read_for_audit(
+    model: ModelRope,
+    path: str | os.PathLike[str],
+    *,
+    n_ctx: int | None = None,
+    dtype: str | None = None,
+    sin: str | os.PathLike[str] | None = None,
+    layout: str = "neox",
+) -> ServedArtifact:
+    """The artifact at ``path`` read the one way every judgement of ``model`` reads it (``ropekit audit``,
+    ``ropekit repair`` before and after its rewrite, ``scan --audit``): a graph that computes its rotary is
+    evaluated on both sides of every seq-len switch the declaration has (a traced Phi-3 export that froze
+    its short factors is then a mismatch for all of them, never 'unchanged' for one and a mismatch for
+    another); a raw array is read at the declared rotary width when every layer type has the same one.
+    """
+    from .onnx_graph import lengths_for
+
+    widths = {table.rotary_dim for table in model.tables.values()}
+    width = widths.pop() if len(widths) == 1 else None
+    lengths = lengths_for(table.switch_at for table in model.tables.values())
+    return read_artifact(path, dtype=dtype, width=width, sin=sin, layout=layout, n_ctx=n_ctx, graph_lengths=lengths)
 
 
 def read_artifact(

@@ -235,20 +235,17 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     from ..artifacts.audit import audit_artifact
-    from ..artifacts.onnx_graph import lengths_for
-    from ..artifacts.read import read_artifact
+    from ..artifacts.read import read_for_audit
 
     if args.config is None:
         return _gguf_self_check(args)
     model = _load(args)
-    widths = {t.rotary_dim for t in model.tables.values()}
-    width = widths.pop() if len(widths) == 1 else None
-    artifact = read_artifact(args.served, dtype=args.dtype, width=width, sin=args.sin, layout=args.layout,
-                             n_ctx=args.n_ctx, graph_lengths=lengths_for(t.switch_at for t in model.tables.values()))
+    artifact = read_for_audit(model, args.served, n_ctx=args.n_ctx, dtype=args.dtype, sin=args.sin,
+                              layout=args.layout)
     report = audit_artifact(model, artifact, layer_type=args.layer_type, positions=args.positions, rtol=args.rtol)
     from ..artifacts.repair import annotate
 
-    annotate(model, artifact, report)
+    annotate(model, artifact, report, default=args.rtol is None and args.layer_type is None)  # one audit, not two
     if args.json:
         print_json(report)
     else:

@@ -351,18 +351,16 @@ def _audit_artifacts(model: Any, artifacts: tuple[str, ...], base: str | None = 
     and the mismatching layers; and one line of problems, each naming its artifact relative to
     ``base`` (the model's folder; else by its file name)."""
     from ..artifacts.audit import audit_artifact
-    from ..artifacts.onnx_graph import lengths_for
-    from ..artifacts.read import read_artifact
+    from ..artifacts.read import read_for_audit
     from ..artifacts.repair import annotate
 
     results: dict[str, Any] = {}
     problems = []
-    lengths = lengths_for(table.switch_at for table in model.tables.values())
     for path in artifacts:
         shown = os.path.relpath(path, base) if base is not None else os.path.basename(path)
         try:
-            artifact = read_artifact(path, graph_lengths=lengths)
-            report = annotate(model, artifact, audit_artifact(model, artifact))
+            artifact = read_for_audit(model, path)  # as `ropekit audit` and `ropekit repair` read it
+            report = annotate(model, artifact, audit_artifact(model, artifact), default=True)
         except Exception as error:  # one unreadable artifact is this row's problem, not the scan's
             results[path] = {"verdict": "error", "reason": str(error)}
             problems.append(f"{shown}: cannot audit: {error}")

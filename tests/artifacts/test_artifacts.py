@@ -16,7 +16,7 @@ import pytest
 
 import ropekit
 from ropekit.artifacts.audit import audit_artifact
-from ropekit.artifacts.read import read_artifact
+from ropekit.artifacts.read import read_artifact, read_for_audit
 
 from ..support import ARTIFACTS, SEED_CONFIG
 
@@ -35,6 +35,8 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "onnx_llama_yarn": ("mismatch", "plain RoPE, rope_theta 10000 (the yarn scaling dropped), attention factor 1 "
                                     "(declared 1.13863)"),
     "onnx_qwen2_yarn": ("mismatch", "yarn without truncation"),
+    "onnx_qwen3_yarn": ("mismatch", "yarn without truncation"),
+    "onnx_llama_yarn_theta5e5": ("mismatch", "plain RoPE, rope_theta 500000 (the yarn scaling dropped)"),
     "gguf_llama3": ("match", ""),
     "gguf_llama_linear": ("match", ""),
     "gguf_llama_yarn": ("match", ""),
@@ -56,10 +58,14 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "gguf_qwen2vl_qwen25": ("match", ""),
     "gguf_qwen2vl_qwen3vl": ("match", ""),
     "gguf_qwen2vl_qwen3vl_fourth": ("mismatch", "pairs [13, 14] follow llama.cpp's fourth position stream"),
+    # the GLM-4 family, with and without dimension sections (tests/artifacts/test_gguf_rules.py)
+    "gguf_glm4": ("match", ""),
+    "gguf_glm4v_sections": ("match", ""),
     # per-layer wiring of ONNX packs (tests/artifacts/test_onnx_layers.py has the per-layer expectations)
     "onnx_smollm3_nope_dml": ("mismatch", "layer 3 applies no RoPE in the model's code"),
     # rotary kept in the graph, evaluated with onnxruntime (at 64 positions here: past Phi-3's switch at 32)
     "graph_optimum_phi3_longrope": ("mismatch", "longrope at load time (seq_len <= 32)"),
+    "graph_optimum_phi3_longrope_256": ("mismatch", "longrope at load time (seq_len <= 256)"),
     "graph_optimum_llama3": ("match", ""),
     "graph_torch_dynamo_phi3_longrope": ("match", ""),
     # ExecuTorch programs read without executorch (tests/artifacts/test_pte.py has the details)
@@ -82,7 +88,7 @@ def _served(name: str) -> Path:
 def test_audit_names_what_each_producer_served(name: str) -> None:
     verdict, words = EXPECTED[name]
     model = ropekit.load(ARTIFACTS / name / "config.json")
-    report = audit_artifact(model, read_artifact(_served(name)))
+    report = audit_artifact(model, read_for_audit(model, _served(name)))  # as `ropekit audit` and `repair` read it
     assert report["verdict"] == verdict, report
     layer = report["layers"]["full_attention"]
     assert words in layer.get("served_as", ""), layer.get("served_as")

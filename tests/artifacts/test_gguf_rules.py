@@ -19,7 +19,7 @@ import pytest
 
 import ropekit
 from ropekit.artifacts.audit import audit_artifact
-from ropekit.artifacts.llama_cpp import ARCHITECTURES
+from ropekit.artifacts.llama_cpp import modelled, rules_for
 from ropekit.artifacts.read import read_artifact
 
 from ..support import ARTIFACTS
@@ -198,15 +198,34 @@ def test_cohere2_rotates_only_its_sliding_layers(tmp_path: Path) -> None:
                      "on it"}
 
 
-def test_an_unknown_architecture_is_refused_by_name(tmp_path: Path) -> None:
-    path = _write(tmp_path / "x.gguf", "gemma3n", {**GEOMETRY, "block_count": 2, "rope.freq_base": 1e6})
-    assert "gemma3n" not in ARCHITECTURES
+def test_an_architecture_llama_cpp_does_not_know_is_refused_by_name(tmp_path: Path) -> None:
+    path = _write(tmp_path / "x.gguf", "gemma9", {**GEOMETRY, "block_count": 2, "rope.freq_base": 1e6})
+    assert rules_for("gemma9") is None and "gemma3" in modelled()
     report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path))
     assert report["verdict"] == "no_table"
-    assert report["reason"].startswith("audit does not know llama.cpp's rules for architecture 'gemma3n'")
+    assert report["reason"].startswith("audit does not know llama.cpp's rules for architecture 'gemma9': llama.cpp as "
+                                       "vendored in llama-cpp-python 0.3.36 has no such architecture")
     cli = subprocess.run([sys.executable, "-m", "ropekit", "audit", "--served", str(path), "--json"],
                          capture_output=True, text=True, timeout=120, check=False)
-    assert cli.returncode == 1 and "architecture 'gemma3n'" in json.loads(cli.stdout)["flags"][0]
+    assert cli.returncode == 1 and "architecture 'gemma9'" in json.loads(cli.stdout)["flags"][0]
+
+
+def test_an_architecture_whose_rule_ropekit_cannot_model_is_refused_naming_it(tmp_path: Path) -> None:
+    """gemma4 passes its own frequency factors (proportional RoPE) and lays out SWA without load_swa_pattern:
+    the derived entry is a refusal citing those lines, never Gemma-3's rules."""
+    path = _write(tmp_path / "g4.gguf", "gemma4", {**GEOMETRY, "block_count": 2, "rope.freq_base": 1e6})
+    assert rules_for("gemma4") is None
+    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path))
+    assert report["verdict"] == "no_table"
+    assert report["reason"].startswith("audit cannot model llama.cpp's gemma4 (src/models/gemma4.cpp): ")
+    assert "ggml_rope_ext with frequency factors 'freq_factors' (src/models/gemma4.cpp:" in report["reason"]
+
+
+def test_an_architecture_without_rope_is_refused_as_such(tmp_path: Path) -> None:
+    path = _write(tmp_path / "m.gguf", "mamba2", {**GEOMETRY, "block_count": 2})
+    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path))
+    assert report["reason"].startswith("llama.cpp applies no RoPE for mamba2 (llama_model_rope_type: "
+                                       "LLAMA_ROPE_TYPE_NONE)")
 
 
 def test_the_config_and_the_file_disagree_on_the_layer_count(tmp_path: Path) -> None:
@@ -355,3 +374,64 @@ def test_invalid_or_missing_sections_are_refused_by_name(tmp_path: Path) -> None
     scalar = read_artifact(_write(tmp_path / "scalar.gguf", "qwen2vl", {**keys, "rope.dimension_sections": 4}))
     assert scalar.engine["mrope"]["sections"] == [4, 4, 4, 4]  # get_key_or_arr copies a scalar to all four
     assert scalar.tables[0].axes == tuple([0] * 4 + [1] * 4 + [2] * 4 + [3] * 4)
+
+
+# --- the GLM-4 family: llama.cpp's glm4, NORM pairs, or MROPE once rope.dimension_sections turn use_mrope() on -----
+
+
+def _copy(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / f"{name}.gguf"
+    path.write_bytes((ARTIFACTS / name / "model.gguf").read_bytes())
+    return path
+
+
+def test_a_converted_glm4_checkpoint_audits_as_match() -> None:
+    """GLM-4 (Glm4ForCausalLM) through llama.cpp's converter: partial rotary 0.5 (dimension_count 16 of head 32),
+    adjacent (NORM) pairs, every layer with the global set."""
+    artifact = read_artifact(ARTIFACTS / "gguf_glm4" / "model.gguf")
+    assert (artifact.engine["arch"], artifact.engine["rope_mode"], artifact.engine["dimension_count"]) == (
+        "glm4", "norm", 16)
+    assert "mrope" not in artifact.engine and artifact.tables[0].axes is None
+    assert artifact.tables[0].values == pytest.approx(ropekit.plain_inv_freq(500000.0, 16), rel=1e-12)
+    report = _audit("gguf_glm4")
+    assert report["verdict"] == "match"
+    assert [(e["rotates"], e["rotary_dim"], e["interleaved"], e["verdict"]) for e in report["artifact"]["layers"]] == [
+        (True, 16, True, "match")] * 2
+    assert artifact.engine["rules_source"].startswith("src/models/glm4.cpp")
+
+
+def test_a_glm4_file_with_the_wrong_base_is_a_mismatch(tmp_path: Path) -> None:
+    path = _copy(tmp_path, "gguf_glm4")
+    field = gguf.GGUFReader(str(path), "r+").fields["glm4.rope.freq_base"]
+    field.parts[field.data[0]][0] = 10000.0
+    report = audit_artifact(ropekit.load(ARTIFACTS / "gguf_glm4" / "config.json"), read_artifact(path))
+    assert report["verdict"] == "mismatch"
+    assert report["layers"]["full_attention"]["served_as"] == (
+        "plain RoPE at the file's freq_base 10000, not the declared rope_theta 500000")
+    assert [e["verdict"] for e in report["artifact"]["layers"]] == ["mismatch"] * 2
+
+
+def test_a_converted_glm4v_checkpoint_with_sections_audits_as_match() -> None:
+    """GLM-4.1V's text model: the converter writes rope.dimension_sections [2, 3, 3, 0], so llama.cpp's glm4 turns
+    use_mrope() on and rotates with ggml_rope_multi (MROPE: consecutive sections, NEOX pairs)."""
+    artifact = read_artifact(ARTIFACTS / "gguf_glm4v_sections" / "model.gguf")
+    assert artifact.engine["rope_mode"] == "neox"
+    assert artifact.engine["mrope"]["sections"] == [2, 3, 3, 0]
+    assert artifact.tables[0].axes == (0, 0, 1, 1, 1, 2, 2, 2)
+    assert any("use_mrope() is on" in rule for rule in artifact.rules)
+    report = _audit("gguf_glm4v_sections")
+    assert report["verdict"] == "match"
+    (table,) = report["layers"]["full_attention"]["tables"]
+    assert table["composition"] == "match"
+
+
+def test_glm4v_without_sections_is_a_mismatch_naming_the_lost_streams(tmp_path: Path) -> None:
+    path = _copy(tmp_path, "gguf_glm4v_sections")
+    _set_sections(path, "glm4", [0, 0, 0, 0])
+    artifact = read_artifact(path)
+    assert artifact.engine["rope_mode"] == "norm" and artifact.tables[0].axes is None
+    report = audit_artifact(ropekit.load(ARTIFACTS / "gguf_glm4v_sections" / "config.json"), artifact)
+    assert report["verdict"] == "mismatch"
+    assert report["layers"]["full_attention"]["served_as"] == (
+        "llama.cpp rotates every pair by the token's one position (ggml_rope_ext: no rope.dimension_sections "
+        "turning ggml_rope_multi on) where the model's code composes sections [2, 3, 3]")

@@ -31,6 +31,8 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "onnx_llama_linear": ("repaired", ""),
     "onnx_llama_yarn": ("repaired", ""),
     "onnx_qwen2_yarn": ("repaired", ""),
+    "onnx_qwen3_yarn": ("repaired", ""),
+    "onnx_llama_yarn_theta5e5": ("repaired", ""),
     "onnx_smollm3_nope_dml": ("repaired", ""),
     "gguf_seed_llama32_no_rope_freqs": ("repaired", ""),
     "gguf_qwen2_yarn_keys": ("repaired", ""),
@@ -44,6 +46,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "gguf_qwen2vl_qwen3vl_fourth": ("not_repairable", "puts pairs [13, 14] of the declared sections [8, 4, 4] on its "
                                     "fourth position stream"),
     "graph_optimum_phi3_longrope": ("not_repairable", "the rotary is computed in the graph"),
+    "graph_optimum_phi3_longrope_256": ("not_repairable", "the rotary is computed in the graph"),
     "pte_llama32_as_llama31": ("not_repairable", "an ExecuTorch program's constants are not rewritten"),
 }
 
@@ -96,6 +99,72 @@ def test_every_committed_artifact_is_repaired_left_alone_or_refused_by_name(
             assert result.reason in document["repairable_reason"]
     else:
         assert "repairable" not in document
+
+
+@pytest.mark.parametrize("name", ["onnx_qwen3_yarn", "onnx_llama_yarn_theta5e5"])
+def test_a_rewritten_yarn_cache_within_float32_is_repaired(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#33: builder packs with yarn (Qwen3 at base 1e6 with betas 32/1, Llama at factor 40) were refused with
+    'the rewritten copy still does not serve the declared table: an unidentified table (max difference 1.5e-07)'.
+    The copy is right within float32: a cache times an attention factor is rounded twice. The repair's verdict is
+    the audit's (the CLI, on the written copy), and both call it a match."""
+    config = ARTIFACTS / name / "config.json"
+    status = main(["repair", str(config), "--served", str(ARTIFACTS / name), "--out", str(tmp_path / "fixed")])
+    out = capsys.readouterr().out
+    assert status == 0 and out.startswith(f"repaired: wrote {tmp_path / 'fixed'}; it audits as match"), out
+    document = _audit_json(config, tmp_path / "fixed", capsys)
+    assert document["verdict"] == "match"
+    (table,) = document["layers"]["full_attention"]["tables"]
+    (comparison,) = table["comparisons"]
+    eps = float(np.finfo(np.float32).eps)
+    assert eps < comparison["max_cache_error"] < 2 * eps  # over one float32 epsilon, within two roundings
+    assert comparison["declared_attention_factor"] > 1.1
+
+
+def test_a_traced_longrope_export_the_audit_calls_a_mismatch_is_never_unchanged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#33: optimum-onnx traced Phi-3's rotary with its short factors frozen. With an original context of 256 (past
+    the default evaluation length 64), 'ropekit audit' said MISMATCH above 256 positions while 'ropekit repair' read
+    the graph at 64 positions only and said 'unchanged: it already serves the declared table' (exit 0). Both now read
+    it the one way (both sides of the switch): a mismatch, and repair refuses it by name (exit 1)."""
+    name = "graph_optimum_phi3_longrope_256"
+    config, served = ARTIFACTS / name / "config.json", ARTIFACTS / name
+    document = _audit_json(config, served, capsys)
+    assert document["verdict"] == "mismatch" and document["repairable"] is False
+    assert document["artifact"]["engine"]["graph_rotary"].endswith("evaluated with onnxruntime at [256, 257] positions")
+    verdicts = [table["verdict"] for table in document["layers"]["full_attention"]["tables"]]
+    assert verdicts == ["match", "mismatch"]  # the short factors, frozen: right at 256, wrong at 257
+    status = main(["repair", str(config), "--served", str(served), "--out", str(tmp_path / "fixed")])
+    out = capsys.readouterr().out
+    assert status == 1 and out.startswith("not repairable: the rotary is computed in the graph"), out
+    assert not (tmp_path / "fixed").exists()
+
+
+@pytest.mark.parametrize(("flags", "audits"), [([], 1), (["--rtol", "0.01"], 2), (["--layer-type", "full_attention"], 2)])
+def test_ropekit_audit_computes_the_audit_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], flags: list[str], audits: int
+) -> None:
+    """#33: 'ropekit audit' audited twice (repairable re-audited). With the default tolerances over every layer type
+    the audit it prints is the one repair decides from; other tolerances or one layer type need repair's own."""
+    import ropekit.artifacts.audit as audit_module
+    import ropekit.artifacts.repair.decide as decide
+
+    calls: list[str] = []
+    real = audit_module.audit_artifact
+
+    def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        calls.append("audit")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(audit_module, "audit_artifact", counted)
+    monkeypatch.setattr(decide, "audit_artifact", counted)
+    name = "onnx_qwen3_yarn"
+    status = main(["audit", str(ARTIFACTS / name / "config.json"), "--served", str(ARTIFACTS / name), "--json", *flags])
+    document = json.loads(capsys.readouterr().out)
+    assert status == 1 and document["repairable"] is True
+    assert len(calls) == audits
 
 
 def test_a_repaired_pack_keeps_everything_else(tmp_path: Path) -> None:

@@ -40,11 +40,14 @@ def plan_repair(model: ModelRope, artifact: ServedArtifact, document: dict[str, 
 
 
 def repairability(
-    model: ModelRope, artifact: ServedArtifact, document: dict[str, Any]
+    model: ModelRope, artifact: ServedArtifact, document: dict[str, Any], *, default: bool = False
 ) -> tuple[bool, dict[str, tuple[bool, str]]]:
     """Whether ``repair`` fixes ``artifact`` (the first value: exactly when it would repair it),
-    and per mismatching layer type of the audit ``document`` ``(repairable, reason)``."""
-    basis = audit_artifact(model, artifact)  # repair's own audit: the default tolerances, every layer type
+    and per mismatching layer type of the audit ``document`` ``(repairable, reason)``.
+
+    ``default``: ``document`` was made as :func:`repair` makes its own (the default tolerances, every
+    layer type), so the decision is taken from it and the audit is not computed a second time."""
+    basis = document if default else audit_artifact(model, artifact)  # repair's own audit
     try:
         plan = plan_repair(model, artifact, basis)
     except Exception as error:  # an artifact the audit read but repair cannot open: audit still answers
@@ -65,12 +68,15 @@ def repairability(
     return plan.repairable, found
 
 
-def annotate(model: ModelRope, artifact: ServedArtifact, document: dict[str, Any]) -> dict[str, Any]:
+def annotate(
+    model: ModelRope, artifact: ServedArtifact, document: dict[str, Any], *, default: bool = False
+) -> dict[str, Any]:
     """``document`` (an audit) with ``repairable`` / ``repairable_reason`` for a mismatch: per
-    mismatching layer type and at the top level (exactly whether ``repair`` repairs it)."""
+    mismatching layer type and at the top level (exactly whether ``repair`` repairs it).
+    ``default``: the document is the default audit (see :func:`repairability`): it is decided from as is."""
     if document.get("verdict") != "mismatch":
         return document
-    everything, found = repairability(model, artifact, document)
+    everything, found = repairability(model, artifact, document, default=default)
     for name, (ok, why) in found.items():
         document["layers"][name]["repairable"] = ok
         document["layers"][name]["repairable_reason"] = why

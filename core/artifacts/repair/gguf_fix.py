@@ -30,10 +30,10 @@ _FACTOR_TENSORS = ("rope_freqs.weight", "rope_factors_long.weight", "rope_factor
 def plan_gguf(model: ModelRope, artifact: ServedArtifact, document: dict[str, Any], plan: RepairPlan) -> None:
     """The keys and tensors that make llama.cpp serve the declared tables, proved on the reader
     ``audit`` uses before anything is written; refusals naming llama.cpp's rule otherwise."""
-    from ..llama_cpp import ARCHITECTURES
+    from ..llama_cpp import rules_for
 
     arch = str(artifact.engine.get("arch"))
-    rules = ARCHITECTURES.get(arch)
+    rules = rules_for(arch)
     if rules is None:
         plan.refuse(None, f"llama.cpp's rules for architecture {arch!r} are not known to ropekit")
         return
@@ -107,7 +107,7 @@ def _dry_run(artifact: ServedArtifact, fields: dict[str, Any], tensors: dict[str
     """What llama.cpp would serve from the file with ``keys`` and ``replace`` applied, by the
     reader ``audit`` uses, without writing anything."""
     from ..gguf_file import _Keys, _Reader
-    from ..llama_cpp import ARCHITECTURES
+    from ..llama_cpp import rules_for
 
     arch = str(artifact.engine["arch"])
     changed = dict(fields)
@@ -119,7 +119,9 @@ def _dry_run(artifact: ServedArtifact, fields: dict[str, Any], tensors: dict[str
     rope = {name: value for name, value in tensors.items() if name not in replace}
     rope.update((name, np.asarray(value, dtype=np.float64)) for name, value in replace.items() if value is not None)
     reader = _Reader(artifact.path, arch, _Keys(artifact.path, arch, changed), rope, artifact.engine.get("n_ctx"))
-    return reader.artifact(ARCHITECTURES[arch])
+    rules = rules_for(arch)
+    assert rules is not None
+    return reader.artifact(rules)
 
 
 def _f32(value: float) -> float:
@@ -129,10 +131,11 @@ def _f32(value: float) -> float:
 
 def _gguf_fix(model: ModelRope, artifact: ServedArtifact, chosen: dict[str, RopeTable], mismatching: set[str],
               plan: RepairPlan) -> GgufFix | None:
-    from ..llama_cpp import ARCHITECTURES
+    from ..llama_cpp import rules_for
 
     arch = str(artifact.engine["arch"])
-    rules = ARCHITECTURES[arch]
+    rules = rules_for(arch)
+    assert rules is not None  # the artifact was read by these rules
     fields, tensors = _gguf_fields(artifact.path)
     keys: dict[str, Any] = {}
     replace: dict[str, Any] = {}
@@ -272,9 +275,10 @@ def _gguf_plan(
 ) -> tuple[dict[str, Any], dict[str, Any], str]:
     """The global set's rope keys (``None``: remove) and rope tensors (``None``: drop) for ``table``,
     and what they say in words."""
-    from ..llama_cpp import ARCHITECTURES
+    from ..llama_cpp import rules_for
 
-    rules = ARCHITECTURES[arch]
+    rules = rules_for(arch)
+    assert rules is not None  # the artifact was read by these rules
     if table.rope_type == "longrope" and table.switch_at is not None:
         blocker = _gguf_blocker(table, rules, artifact, False)
         assert blocker is not None

@@ -7,7 +7,7 @@ import os
 from ...errors import ArgumentError, RopekitError
 from ...tables.table import ModelRope
 from ..audit import audit_artifact
-from ..read import read_artifact
+from ..read import read_for_audit
 from .decide import plan_repair
 from .files import checked_paths, data_target, publish, remove_paths, staging
 from .gguf_fix import rewrite_gguf
@@ -28,7 +28,7 @@ def repair(model: ModelRope, served: str | os.PathLike[str], out: str | os.PathL
     original is never opened for writing.
     """
     source, target = checked_paths(os.fspath(served), os.fspath(out))
-    artifact = read_artifact(source, n_ctx=n_ctx)
+    artifact = read_for_audit(model, source, n_ctx=n_ctx)  # read as `ropekit audit` reads it
     document = audit_artifact(model, artifact)
     if document["verdict"] == "match":
         return RepairResult("unchanged", None, (), "it already serves the declared table")
@@ -73,7 +73,7 @@ def repair(model: ModelRope, served: str | os.PathLike[str], out: str | os.PathL
 def _verify(model: ModelRope, path: str, n_ctx: int | None, what: str) -> None:
     """``path`` read back by ``audit``'s readers audits as ``match`` (else :class:`NotRepairableError`)."""
     try:
-        check = audit_artifact(model, read_artifact(path, n_ctx=n_ctx))
+        check = audit_artifact(model, read_for_audit(model, path, n_ctx=n_ctx))
     except ArgumentError as error:  # a copy that does not even read back (external data lost, say)
         raise NotRepairableError(f"{what} does not read back: {error.problem}") from None
     if check["verdict"] != "match":
