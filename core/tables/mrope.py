@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import ArgumentError, ArgumentTypeError
 from .axes import AxisPart, Slots, fill_axes, small_axes
 from .plan import Plan, checked_out
-from .rotary import _out_dtype, cos_sin
+from .rotary import cos_sin, out_dtype
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -206,13 +206,13 @@ def mrope_cos_sin(
         shape = (half_cos.shape[0], mapping.freq.shape[0])
         if out is None:
             return half_cos[:, mapping.freq], half_sin[:, mapping.freq]
-        cos, sin = checked_out(out, shape, _out_dtype(dtype))
+        cos, sin = checked_out(out, shape, out_dtype(dtype))
         np.take(half_cos, mapping.freq, axis=1, out=cos)
         np.take(half_sin, mapping.freq, axis=1, out=sin)
         return cos, sin
     width = mapping.freq.shape[0]
     shape = (*lead, width)
-    chosen = _out_dtype(dtype)
+    chosen = out_dtype(dtype)
     if out is None:
         both = np.empty((2, *shape), dtype=chosen)
         cos, sin = both[0], both[1]

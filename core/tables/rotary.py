@@ -24,7 +24,7 @@ from .small import small_cos_sin
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["LAYOUTS", "CacheLayout", "Layout", "apply_rotary", "cos_sin"]
+__all__ = ["LAYOUTS", "CacheLayout", "Layout", "apply_rotary", "cos_sin", "out_dtype"]
 
 Layout = Literal["neox", "gptj"]
 """How a model pairs channels. ``neox``: rotate-half, ``cos = [c_0..c_{P-1}, c_0..c_{P-1}]``
@@ -69,7 +69,9 @@ def _as_positions(positions: Any, limit: int) -> tuple[int, int] | npt.NDArray[n
 _CHECKED_DTYPES: dict[Any, np.dtype[Any]] = {}
 
 
-def _out_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
+def out_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
+    """``dtype`` as the numpy dtype of a cos/sin cache, once checked (float16, float32, float64, or
+    bfloat16 with ``ml_dtypes``); else an :class:`~ropekit.ArgumentError` saying what is valid."""
     try:
         return _CHECKED_DTYPES[dtype]
     except (KeyError, TypeError):
@@ -132,7 +134,7 @@ def cos_sin(
     plan = inv_freq if type(inv_freq) is Plan else None
     if plan is not None and (threads is None or (type(threads) is int and threads > 0)):
         # the decode-step path: at most 64 positions, no per-call work that does not depend on them
-        small = small_cos_sin(plan, positions, _F32 if dtype is _F32_TYPE else _out_dtype(dtype), layout, out)
+        small = small_cos_sin(plan, positions, _F32 if dtype is _F32_TYPE else out_dtype(dtype), layout, out)
         if small is not None:
             return small
     if layout not in LAYOUTS:
@@ -141,10 +143,10 @@ def cos_sin(
         raise ArgumentError("threads", f"expected a positive number of threads or None (automatic), got {threads!r}")
     if plan is None:
         plan = inv_freq if isinstance(inv_freq, Plan) else Plan(inv_freq, attention_factor)
-        small = small_cos_sin(plan, positions, _out_dtype(dtype), layout, out)
+        small = small_cos_sin(plan, positions, out_dtype(dtype), layout, out)
         if small is not None:
             return small
-    out_dtype = _out_dtype(dtype)
+    chosen_dtype = out_dtype(dtype)
     pairs = plan.freq.shape[0]
     width = pairs if layout == "half" else 2 * pairs
     where = _as_positions(positions, plan.limit)
@@ -152,10 +154,10 @@ def cos_sin(
     if out is None:
         # one allocation for both: glibc reuses a freed block of this size on the next call, where two
         # separate ones are mapped and faulted in afresh every time (measured: 1.3 ms of 1.8 at 4096 x 128)
-        both = np.empty((2, count, width), dtype=out_dtype)
+        both = np.empty((2, count, width), dtype=chosen_dtype)
         cos, sin = both[0], both[1]
     else:
-        cos, sin = checked_out(out, (count, width), out_dtype)
+        cos, sin = checked_out(out, (count, width), chosen_dtype)
     if count == 0 or pairs == 0:
         return cos, sin
     if isinstance(where, tuple):

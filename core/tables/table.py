@@ -294,7 +294,7 @@ _F32 = np.dtype(np.float32)
 
 
 def _out_dtype(dtype: Any) -> np.dtype[Any]:
-    from .rotary import _out_dtype as checked
+    from .rotary import out_dtype as checked
 
     return checked(dtype)
 
