@@ -88,7 +88,7 @@ def test_every_committed_artifact_is_repaired_left_alone_or_refused_by_name(
     assert [p.name for p in tmp_path.iterdir()] == ([out.name] if verdict == "repaired" else [])  # no leftovers
     if verdict == "repaired":
         assert result.out == str(out) and result.changes
-        assert audit_artifact(model, read_artifact(out))["verdict"] == "match"
+        assert audit_artifact(model, read_artifact(out)).to_json()["verdict"] == "match"
     # audit's prediction is repair's verdict, for every mismatching artifact
     assert (document["verdict"] == "mismatch") == (verdict != "unchanged")
     if document["verdict"] == "mismatch":
@@ -193,7 +193,7 @@ def test_a_nope_layer_loses_its_rotation_and_nothing_else(tmp_path: Path) -> Non
     assert [c.get("change") for c in result.changes] == ["rotation removed (a NoPE layer)"]  # caches were right
     graph = onnx.load(str(tmp_path / "fixed" / "model.onnx")).graph
     assert not [node for node in graph.node if node.op_type == "RotaryEmbedding"]
-    layers = audit_artifact(ropekit.load(source / "config.json"), read_artifact(tmp_path / "fixed"))["artifact"]
+    layers = audit_artifact(ropekit.load(source / "config.json"), read_artifact(tmp_path / "fixed")).to_json()["artifact"]
     assert [entry["rotates"] for entry in layers["layers"]] == [True, True, True, False]
 
 
@@ -343,7 +343,7 @@ def test_audit_predicts_exactly_what_repair_does(tmp_path: Path, variant: str,
         assert result.reason in document["repairable_reason"] and not out.exists()
         assert result.reason.count("layer 0") <= 1  # named once, not "layer 0: layer 0:"
     else:
-        assert audit_artifact(ropekit.load(config), read_artifact(out))["verdict"] == "match"
+        assert audit_artifact(ropekit.load(config), read_artifact(out)).to_json()["verdict"] == "match"
 
 
 def test_a_nope_layer_on_group_query_attention_turns_its_do_rotary_off_and_nothing_else(tmp_path: Path) -> None:
@@ -441,7 +441,7 @@ def test_a_repaired_pack_keeps_its_file_modes(tmp_path: Path) -> None:
 
 
 def test_the_copy_is_audited_again_after_the_move(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ropekit.artifacts.repair import files as repair_files
+    from ropekit.artifacts import files as repair_files
     from ropekit.artifacts.repair import run as repair_run
 
     moved = repair_files.publish
@@ -635,7 +635,7 @@ def test_swapped_mrope_sections_are_rewritten_and_a_composition_is_refused(tmp_p
     model = ropekit.load(ARTIFACTS / "gguf_qwen2vl_sections" / "config.json")
     from ropekit.artifacts.repair import annotate
 
-    document = annotate(model, read_artifact(source), audit_artifact(model, read_artifact(source)))
+    document = annotate(model, audit_artifact(model, read_artifact(source))).to_json()
     assert document["verdict"] == "mismatch" and document["repairable"] is True
     result = repair(model, source, tmp_path / "fixed.gguf")
     assert result.verdict == "repaired"
@@ -643,7 +643,7 @@ def test_swapped_mrope_sections_are_rewritten_and_a_composition_is_refused(tmp_p
     fixed = gguf.GGUFReader(str(tmp_path / "fixed.gguf"))
     assert fixed.fields["qwen2vl.rope.dimension_sections"].contents() == [4, 6, 6, 0]
     assert len(fixed.tensors) == len(gguf.GGUFReader(str(source)).tensors)
-    assert audit_artifact(model, read_artifact(tmp_path / "fixed.gguf"))["verdict"] == "match"
+    assert audit_artifact(model, read_artifact(tmp_path / "fixed.gguf")).to_json()["verdict"] == "match"
     config = json.loads((ARTIFACTS / "gguf_qwen2vl_qwen3vl" / "config.json").read_text())
     config["text_config"].update(rope_theta=1000000.0)
     config["text_config"]["rope_scaling"]["mrope_section"] = [4, 6, 6]
@@ -652,5 +652,5 @@ def test_swapped_mrope_sections_are_rewritten_and_a_composition_is_refused(tmp_p
     refused = repair(interleaved, _served("gguf_qwen2vl_sections"), tmp_path / "no.gguf")
     assert refused.verdict == "not_repairable" and not (tmp_path / "no.gguf").exists()
     assert "llama.cpp's qwen2vl always composes consecutive sections" in refused.reason
-    document = audit_artifact(interleaved, read_artifact(_served("gguf_qwen2vl_sections")))
-    assert annotate(interleaved, read_artifact(_served("gguf_qwen2vl_sections")), document)["repairable"] is False
+    document = audit_artifact(interleaved, read_artifact(_served("gguf_qwen2vl_sections"))).to_json()
+    assert annotate(interleaved, audit_artifact(interleaved, read_artifact(_served("gguf_qwen2vl_sections")))).repairable is False

@@ -17,18 +17,21 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentError, MissingDependencyError
-from .onnx_wiring import read_wiring
-from .served import ServedArtifact, ServedTable, check_regular_file
+from ....errors import ArgumentError, MissingDependencyError
+from ...served import ServedArtifact, ServedTable, check_regular_file
+from .wiring import read_wiring
 
-__all__ = ["read_onnx"]
+__all__ = ["CACHE_NAME", "LAYER_TYPES", "onnx_module", "read_onnx", "tensors"]
 
-_CACHE = re.compile(r"(?:^|[/_.])(cos|sin)_cache(?:_(small|large|global|local))?$")
-_LAYER_TYPES = {"global": "full_attention", "local": "sliding_attention"}
+CACHE_NAME = re.compile(r"(?:^|[/_.])(cos|sin)_cache(?:_(small|large|global|local))?$")
+"""A builder's cos/sin cache name: which of the two, and the suffix naming its regime or layer type."""
+LAYER_TYPES = {"global": "full_attention", "local": "sliding_attention"}
+"""The layer type a cache's suffix names (Gemma-3's global and local caches)."""
 _REGIMES = {"small": "short", "large": "long"}
 
 
-def _onnx() -> Any:
+def onnx_module() -> Any:
+    """The ``onnx`` package (:class:`~ropekit.errors.MissingDependencyError` naming the extra without it)."""
     try:
         import onnx
     except ImportError as error:
@@ -45,7 +48,7 @@ def read_onnx(path: str, *, graph_lengths: tuple[int, ...] | None = None) -> Ser
     (:mod:`ropekit.artifacts.onnx_graph`)."""
     model_path = _model_file(path)
     check_regular_file(model_path, "served")
-    onnx = _onnx()
+    onnx = onnx_module()
     try:
         model = onnx.load(model_path, load_external_data=True)
     except Exception as error:  # protobuf errors, missing external data, truncated files
@@ -54,8 +57,8 @@ def read_onnx(path: str, *, graph_lengths: tuple[int, ...] | None = None) -> Ser
     from onnx import numpy_helper
 
     found: dict[tuple[str, str | None, str | None], dict[str, Any]] = {}
-    for where, name, tensor in _tensors(model.graph, "graph", onnx):
-        match = _CACHE.search(name)
+    for where, name, tensor in tensors(model.graph, "graph", onnx):
+        match = CACHE_NAME.search(name)
         if name.endswith("inv_freq"):  # every one is a table of its own (per-layer exports carry several)
             values = np.asarray(numpy_helper.to_array(tensor), dtype=np.float64)
             found[(where, name, None)] = {"inv_freq": values, "dtype": _dtype_name(tensor, onnx), "name": name}
@@ -65,7 +68,7 @@ def read_onnx(path: str, *, graph_lengths: tuple[int, ...] | None = None) -> Ser
         which, suffix = match.group(1), match.group(2)
         # cos and sin pair up by the rest of their name, so two cache pairs in one graph stay two
         stem = name[: match.start(1)] + "*" + name[match.end(1) :]
-        key = (f"{_scope(where)}:{stem}", _LAYER_TYPES.get(suffix or ""), _REGIMES.get(suffix or ""))
+        key = (f"{_scope(where)}:{stem}", LAYER_TYPES.get(suffix or ""), _REGIMES.get(suffix or ""))
         entry = found.setdefault(key, {})
         entry[which] = np.asarray(numpy_helper.to_array(tensor), dtype=np.float64)
         entry["dtype"] = _dtype_name(tensor, onnx)
@@ -88,7 +91,8 @@ def read_onnx(path: str, *, graph_lengths: tuple[int, ...] | None = None) -> Ser
     wiring = tuple(read_wiring(model.graph, widths, onnx))
     engine: dict[str, Any] = {}
     if all(table.kind == "inv_freq" for table in tables):  # no baked cache: what the graph computes, if it does
-        from .onnx_graph import DEFAULT_LENGTHS, graph_rotary
+        from ...format import DEFAULT_LENGTHS
+        from .graph import graph_rotary
 
         evaluated, reason = graph_rotary(model, onnx, os.path.basename(model_path), graph_lengths or DEFAULT_LENGTHS)
         if reason:  # the graph computes its rotary but it cannot be run: an inv_freq buffer beside it proves nothing
@@ -108,8 +112,8 @@ def _cache_widths(graph: Any, onnx: Any) -> dict[str, int]:
     """Columns (pairs) of every cos cache by tensor name, and by the name an ``If`` that picks
     between ``cos_cache_small``/``_large`` gives its output (``cos_cache``)."""
     widths: dict[str, int] = {}
-    for _, name, tensor in _tensors(graph, "graph", onnx):
-        match = _CACHE.search(name)
+    for _, name, tensor in tensors(graph, "graph", onnx):
+        match = CACHE_NAME.search(name)
         if match is None or match.group(1) != "cos" or len(tensor.dims) != 2:
             continue
         widths[name] = int(tensor.dims[1])
@@ -141,7 +145,7 @@ def _dtype_name(tensor: Any, onnx: Any) -> str:
     return str(onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type))
 
 
-def _tensors(graph: Any, where: str, onnx: Any) -> Iterator[tuple[str, str, Any]]:
+def tensors(graph: Any, where: str, onnx: Any) -> Iterator[tuple[str, str, Any]]:
     """``(location, name, TensorProto)`` of every initializer and Constant, in subgraphs too."""
     for tensor in graph.initializer:
         yield where, tensor.name, tensor
@@ -152,7 +156,7 @@ def _tensors(graph: Any, where: str, onnx: Any) -> Iterator[tuple[str, str, Any]
                     yield where, node.output[0], attribute.t
         for attribute in node.attribute:
             if attribute.type == onnx.AttributeProto.GRAPH:
-                yield from _tensors(attribute.g, f"{where}/{node.name}.{attribute.name}", onnx)
+                yield from tensors(attribute.g, f"{where}/{node.name}.{attribute.name}", onnx)
             elif attribute.type == onnx.AttributeProto.GRAPHS:
                 for index, subgraph in enumerate(attribute.graphs):
-                    yield from _tensors(subgraph, f"{where}/{node.name}.{attribute.name}[{index}]", onnx)
+                    yield from tensors(subgraph, f"{where}/{node.name}.{attribute.name}[{index}]", onnx)

@@ -35,8 +35,8 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ..contract.scheme import plain_inv_freq
-from ..errors import ArgumentError, MissingDependencyError
+from ....contract.scheme import plain_inv_freq
+from ....errors import ArgumentError, MissingDependencyError
 from .llama_cpp import (
     LLAMA_CPP_SOURCE,
     MROPE_SOURCE,
@@ -47,16 +47,18 @@ from .llama_cpp import (
     rules_for,
     unknown_architecture,
 )
-from .served import ServedArtifact, ServedTable, check_regular_file
+from ...served import ServedArtifact, ServedTable, check_regular_file
 
-__all__ = ["read_gguf"]
+__all__ = ["ROPE_TENSORS", "gguf_module", "read_fields", "read_gguf", "served_by"]
 
-_TENSORS = ("rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight")
+ROPE_TENSORS = ("rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight")
+"""The rope tensors llama.cpp reads: the llama3 factors and Phi-3's long and short factors."""
 _SCALING_TYPES = ("none", "linear", "yarn", "longrope")
 _MAX_LAYERS = 512  # LLAMA_MAX_LAYERS
 
 
-def _gguf() -> Any:
+def gguf_module() -> Any:
+    """The ``gguf`` package (:class:`~ropekit.errors.MissingDependencyError` naming the extra without it)."""
     try:
         import gguf
     except ImportError as error:
@@ -102,12 +104,10 @@ def read_gguf(path: str, *, n_ctx: int | None = None) -> ServedArtifact:
     with no table and the refusal as its flag (``engine["refused"]``), never Llama's rules.
     """
     check_regular_file(path, "served")
-    gguf = _gguf()
     try:
-        reader = gguf.GGUFReader(path)
-        fields = {key: field.contents() for key, field in reader.fields.items()}
-        tensors = {tensor.name: np.asarray(tensor.data, dtype=np.float64) for tensor in reader.tensors
-                   if tensor.name in _TENSORS}
+        fields, tensors = read_fields(path)
+    except MissingDependencyError:
+        raise
     except Exception as error:  # a truncated or foreign file
         raise ArgumentError("served", f"{path}: not a readable GGUF: {type(error).__name__}: {error}") from None
     arch = fields.get("general.architecture")
@@ -118,6 +118,24 @@ def read_gguf(path: str, *, n_ctx: int | None = None) -> ServedArtifact:
         refusal = unknown_architecture(arch)
         engine = {"arch": arch, "refused": refusal, "tensors": sorted(tensors)}
         return ServedArtifact(path, "gguf", (), producer="llama.cpp (GGUF)", flags=(refusal,), engine=engine)
+    return _Reader(path, arch, _Keys(path, arch, fields), tensors, n_ctx).artifact(rules)
+
+
+def read_fields(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A GGUF's key values and its rope tensors (float64), as llama.cpp's loader sees them."""
+    reader = gguf_module().GGUFReader(path)
+    fields = {key: field.contents() for key, field in reader.fields.items()}
+    tensors = {tensor.name: np.asarray(tensor.data, dtype=np.float64) for tensor in reader.tensors
+               if tensor.name in ROPE_TENSORS}
+    return fields, tensors
+
+
+def served_by(path: str, arch: str, fields: dict[str, Any], tensors: dict[str, Any], n_ctx: int | None) -> ServedArtifact:
+    """What llama.cpp serves from these keys and rope tensors (a file's, or a planned rewrite's, not
+    yet written) for an architecture whose rules are known."""
+    rules = rules_for(arch)
+    if rules is None:
+        raise ArgumentError("served", f"{path}: {unknown_architecture(arch)}")
     return _Reader(path, arch, _Keys(path, arch, fields), tensors, n_ctx).artifact(rules)
 
 

@@ -22,10 +22,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..tables.table import ModelRope
-from .served import LayerWiring, RotaryWiring
+from ....tables.table import ModelRope
+from ...report import LayerEntry
+from ...served import LayerWiring, RotaryWiring
 
-__all__ = ["cache_layer_type", "judge_wiring", "read_wiring"]
+__all__ = ["cache_layer_type", "judge_wiring", "read_wiring", "rotations"]
 
 _LAYER = re.compile(r"(?:^|/)layers\.(\d+)/")
 _ATTENTION = frozenset({"GroupQueryAttention", "MultiHeadAttention", "Attention", "SparseAttention",
@@ -133,7 +134,7 @@ def cache_layer_type(cache: str | None) -> str | None:
     return None
 
 
-def judge_wiring(model: ModelRope, wiring: Iterable[LayerWiring]) -> list[dict[str, Any]]:
+def judge_wiring(model: ModelRope, wiring: Iterable[LayerWiring]) -> list[LayerEntry]:
     """One record per layer (``index``, ``layer_type``, ``rotates``, ``cache``, ``rotary_dim``,
     ``interleaved``, ``verdict``, ``reason``): ``mismatch`` where the pack's wiring is not the
     declared per-layer plan, naming the layer and what it does. Every rotation of a layer is
@@ -151,12 +152,12 @@ def judge_wiring(model: ModelRope, wiring: Iterable[LayerWiring]) -> list[dict[s
             verdict, reason = _verdict(model, layer, declared, layer_type)
             if declared is not None:
                 shown = _shown(model, layer, declared)
-        records.append({"index": layer.index, "layer_type": layer_type, "rotates": layer.rotates, **shown,
-                        "verdict": verdict, "reason": reason})
+        records.append(LayerEntry(layer.index, layer_type, layer.rotates, shown["cache"], shown["rotary_dim"],
+                                  shown["interleaved"], verdict, reason))
     return records
 
 
-def _rotations(layer: LayerWiring) -> tuple[RotaryWiring, ...]:
+def rotations(layer: LayerWiring) -> tuple[RotaryWiring, ...]:
     """The layer's rotations (one built from its summary when the wiring was made without them)."""
     if layer.rotaries or not layer.rotates:
         return layer.rotaries
@@ -168,7 +169,7 @@ def _shown(model: ModelRope, layer: LayerWiring, declared: Any) -> dict[str, Any
     """Per field, the first rotation's value that is not the declared one, else the first's."""
     shown: dict[str, Any] = {"cache": layer.cache, "rotary_dim": layer.rotary_dim, "interleaved": layer.interleaved}
     offending: set[str] = set()
-    for rotary in _rotations(layer):
+    for rotary in rotations(layer):
         for field in _problems(model, rotary, declared).keys() - offending:
             shown[field] = getattr(rotary, field)
             offending.add(field)
@@ -221,22 +222,22 @@ def _verdict(model: ModelRope, layer: LayerWiring, declared: Any, layer_type: st
         return "match", f"layer {index} applies no RoPE, and the pack rotates nothing"
     if not layer.rotates:
         return "mismatch", f"layer {index} rotates in the model's code ({declared.layer_type}), but the pack does not"
-    rotations = _rotations(layer)
-    found = [(rotary, _problems(model, rotary, declared)) for rotary in rotations]
+    rotated = rotations(layer)
+    found = [(rotary, _problems(model, rotary, declared)) for rotary in rotated]
     problems: list[str] = []
     if len({tuple(wrong.values()) for _, wrong in found}) == 1:  # every rotation alike: say it once
         wrong = dict(found[0][1])
         if "cache" in wrong:
-            wrong["cache"] = (f"is a {declared.layer_type} layer wired to the {cache_layer_type(rotations[0].cache)} "
-                              f"cache {rotations[0].cache}")
+            wrong["cache"] = (f"is a {declared.layer_type} layer wired to the {cache_layer_type(rotated[0].cache)} "
+                              f"cache {rotated[0].cache}")
         problems.extend(f"it {phrase}" for phrase in wrong.values())
     else:
         problems.extend(f"{_subject(rotary)} {phrase}" for rotary, wrong in found for phrase in wrong.values())
-    problems.extend(_coverage(rotations))
-    if len({(r.cache, r.rotary_dim, r.interleaved) for r in rotations}) > 1:
+    problems.extend(_coverage(rotated))
+    if len({(r.cache, r.rotary_dim, r.interleaved) for r in rotated}) > 1:
         problems.append("its rotations disagree (" + "; ".join(
             f"{rotary.node}: cache {rotary.cache}, {rotary.rotary_dim or '?'} channels, interleaved "
-            f"{int(rotary.interleaved)}" for rotary in rotations) + ")")
+            f"{int(rotary.interleaved)}" for rotary in rotated) + ")")
     wired = cache_layer_type(layer.cache)
     if layer.sliding is not None and len(model.tables) > 1 and layer.sliding != (
             declared.layer_type == "sliding_attention") and wired is None:

@@ -17,11 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from .served import ServedTable
+from ...served import ServedTable
 
-__all__ = ["DEFAULT_LENGTHS", "graph_rotary", "lengths_for"]
+__all__ = ["graph_rotary"]
 
-DEFAULT_LENGTHS: tuple[int, ...] = (64,)
 """Lengths a graph's rotary is evaluated at when the declaration names no switch."""
 _PASS_THROUGH = frozenset({"Cast", "Unsqueeze", "Identity"})
 _LAYER = re.compile(r"(?<![A-Za-z0-9_])layers\.(\d+)(?![0-9])")
@@ -214,9 +213,3 @@ def _rows(array: np.ndarray[Any, Any], length: int) -> np.ndarray[Any, Any] | No
     if squeezed.ndim != 2 or squeezed.shape[0] != length:
         return None
     return squeezed
-
-
-def lengths_for(switches: Iterable[int | None]) -> tuple[int, ...]:
-    """Lengths on both sides of every switch (``switch`` and ``switch + 1``), else the default."""
-    found = sorted({length for switch in switches if switch for length in (switch, switch + 1)})
-    return tuple(found) or DEFAULT_LENGTHS

@@ -3,18 +3,35 @@ tables; every other key and tensor copied byte for byte."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
 
-from ...contract.scheme import plain_inv_freq
-from ...tables.table import ModelRope, RopeTable
-from ..audit import audit_artifact
-from ..served import ServedArtifact
-from .files import keep_mode
-from .plans import GgufFix, NotRepairableError, RepairPlan, same_table
+import attrs
 
-__all__ = ["plan_gguf", "rewrite_gguf"]
+from ....contract.scheme import plain_inv_freq
+from ....tables.table import ModelRope, RopeTable
+from ...compare import compare
+from ...files import keep_mode
+from ...fixing import NotRepairableError, RepairPlan, same_table
+from ...format import Written
+from ...report import AuditReport, AuditScope, worst
+from ...served import ServedArtifact
+from .file import ROPE_TENSORS, gguf_module, read_fields, served_by
+from .judge import judge_gguf
+from .llama_cpp import MROPE_SOURCE, mrope_streams, rules_for
+
+__all__ = ["GgufFix", "plan_gguf", "write_gguf"]
+
+
+@attrs.frozen
+class GgufFix:
+    """Keys to set (``None``: remove) and rope tensors to write (``None``: drop)."""
+
+    keys: dict[str, Any]
+    tensors: dict[str, Any]
+    changes: tuple[dict[str, Any], ...]
 
 
 _ROPE_FREQS_LOADERS = frozenset({"llama", "exaone", "arcee", "mistral3", "granite", "llama4", "exaone4"})
@@ -24,14 +41,14 @@ which the repair then removes). Any other architecture's loader would refuse a f
 ("wrong number of tensors")."""
 
 
-_FACTOR_TENSORS = ("rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight")
-
-
-def plan_gguf(model: ModelRope, artifact: ServedArtifact, document: dict[str, Any], plan: RepairPlan) -> None:
+def plan_gguf(model: ModelRope, report: AuditReport, plan: RepairPlan) -> None:
     """The keys and tensors that make llama.cpp serve the declared tables, proved on the reader
     ``audit`` uses before anything is written; refusals naming llama.cpp's rule otherwise."""
-    from ..llama_cpp import rules_for
-
+    artifact = report.served
+    assert artifact is not None  # a report made by audit_artifact
+    if report.verdict == "no_table":
+        plan.refuse(None, report.reason or report.request or "the artifact carries no table")
+        return
     arch = str(artifact.engine.get("arch"))
     rules = rules_for(arch)
     if rules is None:
@@ -80,35 +97,21 @@ def plan_gguf(model: ModelRope, artifact: ServedArtifact, document: dict[str, An
             chosen[cache] = distinct[0]
     if plan.refusals or not chosen:
         return
-    mismatching = {name for name, layer in document["layers"].items() if layer.get("verdict") == "mismatch"}
+    mismatching = set(report.mismatching())
     fix = _gguf_fix(model, artifact, chosen, mismatching, plan)
     if fix is None:
         return
-    plan.gguf = fix
+    plan.edits = fix
     for change in fix.changes:
         plan.note(str(change["layer_type"]), f"{change['what']}: {change['change']}")
     for name in sorted(mismatching - set(plan.notes)):  # proved by the dry run: served once the keys are rewritten
         plan.note(name, "served as declared once the rope keys above are rewritten")
 
 
-def _gguf_fields(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A GGUF's key values and rope tensors (float64), as :mod:`~ropekit.artifacts.gguf_file` reads them."""
-    from ..gguf_file import _gguf
-
-    reader = _gguf().GGUFReader(path)
-    fields = {key: field.contents() for key, field in reader.fields.items()}
-    tensors = {tensor.name: np.asarray(tensor.data, dtype=np.float64) for tensor in reader.tensors
-               if tensor.name in _FACTOR_TENSORS}
-    return fields, tensors
-
-
 def _dry_run(artifact: ServedArtifact, fields: dict[str, Any], tensors: dict[str, Any], keys: dict[str, Any],
              replace: dict[str, Any]) -> ServedArtifact:
     """What llama.cpp would serve from the file with ``keys`` and ``replace`` applied, by the
     reader ``audit`` uses, without writing anything."""
-    from ..gguf_file import _Keys, _Reader
-    from ..llama_cpp import rules_for
-
     arch = str(artifact.engine["arch"])
     changed = dict(fields)
     for name, value in keys.items():
@@ -118,10 +121,7 @@ def _dry_run(artifact: ServedArtifact, fields: dict[str, Any], tensors: dict[str
             changed[f"{arch}.{name}"] = value
     rope = {name: value for name, value in tensors.items() if name not in replace}
     rope.update((name, np.asarray(value, dtype=np.float64)) for name, value in replace.items() if value is not None)
-    reader = _Reader(artifact.path, arch, _Keys(artifact.path, arch, changed), rope, artifact.engine.get("n_ctx"))
-    rules = rules_for(arch)
-    assert rules is not None
-    return reader.artifact(rules)
+    return served_by(artifact.path, arch, changed, rope, artifact.engine.get("n_ctx"))
 
 
 def _f32(value: float) -> float:
@@ -131,12 +131,10 @@ def _f32(value: float) -> float:
 
 def _gguf_fix(model: ModelRope, artifact: ServedArtifact, chosen: dict[str, RopeTable], mismatching: set[str],
               plan: RepairPlan) -> GgufFix | None:
-    from ..llama_cpp import rules_for
-
     arch = str(artifact.engine["arch"])
     rules = rules_for(arch)
     assert rules is not None  # the artifact was read by these rules
-    fields, tensors = _gguf_fields(artifact.path)
+    fields, tensors = read_fields(artifact.path)
     keys: dict[str, Any] = {}
     replace: dict[str, Any] = {}
     changes: list[dict[str, Any]] = []
@@ -187,38 +185,35 @@ def _gguf_fix(model: ModelRope, artifact: ServedArtifact, chosen: dict[str, Rope
             f"rope.scaling.attn_factor{rule} (llama-context.cpp), giving the declared attention factor "
             f"{anchor.attention_factor:.6g}"), "keys": {key: keys[key]}})
         dry = _dry_run(artifact, fields, tensors, keys, replace)
-    check = audit_artifact(model, dry)
-    if check["verdict"] == "match":
+    check = judge_gguf(model, dry, AuditScope())  # the audit's own judgement of the planned file
+    verdict = check.verdict or worst(layer.verdict for layer in check.layers.values())
+    if verdict == "match":
         return GgufFix(keys, replace, tuple(changes))
-    for name, layer in check["layers"].items():
-        if layer.get("verdict") != "mismatch":
+    for name, layer in check.layers.items():
+        if layer.verdict != "mismatch":
             continue
         table = model.tables.get(name)
         blocker = _gguf_blocker(table, rules, artifact, swa is not None and swa.layer_type == name and
                                 main is not None and main.layer_type != name) if table is not None else None
         plan.refuse(name, blocker or f"with its rope keys rewritten, llama.cpp would still serve "
-                                     f"{layer.get('served_as', 'another table')}")
+                                     f"{layer.served_as or 'another table'}")
     if not plan.refusals:
-        plan.refuse(None, f"with its rope keys rewritten, the file still audits as {check['verdict']}")
+        plan.refuse(None, f"with its rope keys rewritten, the file still audits as {verdict}")
     return None
 
 
 def _frequencies_served(table: RopeTable, artifact: ServedArtifact) -> bool:
     """Whether the global set already serves ``table``'s frequencies and magnitude (only its
     multimodal composition may differ): its rope keys then stay as they are."""
-    from ..audit import _compare
-
     sets = list(artifact.engine.get("caches", {}))
     if "global" not in sets or table.seq_len_dependent:
         return False
-    return _compare(table, artifact.tables[sets.index("global")], None)[0]
+    return compare(table, artifact.tables[sets.index("global")], None)[0]
 
 
 def _mrope_blocker(table: RopeTable, rules: Any, artifact: ServedArtifact) -> str | None:
     """Why no ``rope.dimension_sections`` makes llama.cpp's multimodal graph serve ``table``'s
     composition (``None``: the declared sections, written, do)."""
-    from ..llama_cpp import MROPE_SOURCE, mrope_streams
-
     mode = "imrope" if rules.mrope == "interleaved" else "mrope"
     if table.mrope_composition != rules.mrope:
         declared = (f"{table.mrope_composition} sections {list(table.mrope_section or ())}"
@@ -275,8 +270,6 @@ def _gguf_plan(
 ) -> tuple[dict[str, Any], dict[str, Any], str]:
     """The global set's rope keys (``None``: remove) and rope tensors (``None``: drop) for ``table``,
     and what they say in words."""
-    from ..llama_cpp import rules_for
-
     rules = rules_for(arch)
     assert rules is not None  # the artifact was read by these rules
     if table.rope_type == "longrope" and table.switch_at is not None:
@@ -290,7 +283,7 @@ def _gguf_plan(
     theta, pairs = table.geometry.theta, len(table.inv_freq)
     plain = plain_inv_freq(theta, table.rotary_dim, pairs)
     keys: dict[str, Any] = {"rope.freq_base": _f32(theta)}
-    replace: dict[str, Any] = {name: None for name in _FACTOR_TENSORS if name in tensors}
+    replace: dict[str, Any] = {name: None for name in ROPE_TENSORS if name in tensors}
     ratio = plain / np.where(table.inv_freq > 0, table.inv_freq, np.inf)
     uniform = bool(np.allclose(ratio, ratio[0], rtol=1e-9))
     if table.rope_type == "yarn":
@@ -320,16 +313,16 @@ def _gguf_plan(
     return keys, replace, f"{table.rope_type} as rope_freqs factors over base {theta:g}"
 
 
-def rewrite_gguf(plan: RepairPlan, artifact: ServedArtifact, source: str, staged: str) -> list[dict[str, Any]]:
-    """Write the planned GGUF into ``staged``: the planned keys and rope tensors, every other one copied."""
-    from ..gguf_file import _gguf
-
-    assert plan.gguf is not None
-    gguf = _gguf()
+def write_gguf(plan: RepairPlan, artifact: ServedArtifact, source: str, target: str, work: str) -> Written:
+    """Write the planned GGUF into ``work``: the planned keys and rope tensors, every other one copied."""
+    fix = plan.edits
+    assert isinstance(fix, GgufFix)
+    staged = os.path.join(work, os.path.basename(target))
+    gguf = gguf_module()
     reader = gguf.GGUFReader(source)
-    _write_gguf(gguf, reader, staged, str(artifact.engine["arch"]), plan.gguf.keys, plan.gguf.tensors)
+    _write_gguf(gguf, reader, staged, str(artifact.engine["arch"]), fix.keys, fix.tensors)
     keep_mode(source, staged)
-    return [dict(change) for change in plan.gguf.changes]
+    return Written(tuple(dict(change) for change in fix.changes), ((staged, target),))
 
 
 def _write_gguf(gguf: Any, reader: Any, staged: str, arch: str, keys: dict[str, Any], replace: dict[str, Any]) -> None:

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentError, MissingDependencyError
-from .served import MAX_ARRAY_BYTES, ServedArtifact, ServedTable, check_regular_file
+from ....errors import ArgumentError, MissingDependencyError
+from ...served import MAX_ARRAY_BYTES, ServedArtifact, ServedTable, check_regular_file
 
 __all__ = ["read_safetensors"]
 

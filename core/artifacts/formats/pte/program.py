@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from ..errors import ArgumentError
-from .served import MAX_ARRAY_BYTES, ServedArtifact, ServedTable, check_regular_file
+from ....errors import ArgumentError
+from ...served import MAX_ARRAY_BYTES, ServedArtifact, ServedTable, check_regular_file
 
 if TYPE_CHECKING:
     import numpy.typing as npt

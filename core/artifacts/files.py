@@ -1,4 +1,4 @@
-"""The file system side of a repair: checked paths, a hidden staging folder beside ``--out``, a move
+"""The file system side of a repair, for every format: checked paths, a hidden staging folder beside ``--out``, a move
 that never replaces, modes kept."""
 
 from __future__ import annotations
@@ -10,14 +10,11 @@ import stat
 import tempfile
 from collections.abc import Iterator
 
-from ...errors import ArgumentError
-from ..served import ServedArtifact
+from ..errors import ArgumentError
 
 __all__ = [
     "checked_paths",
     "copy_tree",
-    "data_target",
-    "external_data_files",
     "keep_mode",
     "publish",
     "remove_paths",
@@ -54,17 +51,6 @@ def checked_paths(served: str, out: str) -> tuple[str, str]:
             raise ArgumentError("out", f"{out}: the copy of {served} must end in {suffix or 'the same suffix'} "
                                 "(ropekit tells an artifact's format by its suffix)")
     return served, out
-
-
-def data_target(artifact: ServedArtifact, source: str, target: str) -> str | None:
-    """For a single ``.onnx`` with external data: the copy's own data file, ``<out>.data``."""
-    if artifact.kind != "onnx" or os.path.isdir(source) or not external_data_files(source):
-        return None
-    extra = f"{target}.data"
-    if os.path.lexists(extra):
-        raise ArgumentError("out", f"{extra} exists: the copy's external data would go there and repair never "
-                            "overwrites; give another --out")
-    return extra
 
 
 @contextlib.contextmanager
@@ -127,16 +113,6 @@ def keep_mode(original: str, copy: str) -> None:
     """``copy`` gets ``original``'s permission bits (the writers create files 0600 or by umask)."""
     if os.path.isfile(original) and os.path.isfile(copy):
         os.chmod(copy, stat.S_IMODE(os.stat(original).st_mode))
-
-
-def external_data_files(model_file: str) -> list[str]:
-    """The external data files ``model_file``'s tensors name (relative to its folder)."""
-    from .. import onnx_pack
-
-    onnx = onnx_pack._onnx()
-    bare = onnx.load(model_file, load_external_data=False)
-    return sorted({entry.value for _, _, tensor in onnx_pack._tensors(bare.graph, "graph", onnx)
-                   for entry in tensor.external_data if entry.key == "location"})
 
 
 def copy_tree(source: str, target: str) -> None:

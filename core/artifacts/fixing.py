@@ -1,5 +1,6 @@
-"""What a repair would do: the plan :func:`~ropekit.artifacts.repair.plan_repair` makes, its fixes,
-the result, and the refusal."""
+"""What a repair would do, format-neutral: the plan :func:`~ropekit.artifacts.repair.plan_repair`
+makes (refusals and notes per layer type, and the format's own edits), the result, and the refusal.
+Each format's fix (``formats/<format>/fix.py``) fills a plan in and carries it out."""
 
 from __future__ import annotations
 
@@ -8,17 +9,14 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ...errors import RopekitError
-from ...tables.table import RopeTable
+from ..errors import RopekitError
+from ..tables.table import RopeTable
 
 __all__ = [
     "VERDICTS",
-    "CacheFix",
-    "GgufFix",
     "NotRepairableError",
     "RepairPlan",
     "RepairResult",
-    "WireFix",
     "one_line",
     "same_table",
 ]
@@ -47,46 +45,6 @@ class RepairResult:
         return {"verdict": self.verdict, "out": self.out, "changes": list(self.changes), "reason": self.reason}
 
 
-@attrs.frozen
-class CacheFix:
-    """One cache tensor to recompute: rows from each ``(table, rows)`` segment, cos or sin."""
-
-    name: str
-    scope: str
-    layer_type: str
-    index: int
-    segments: tuple[tuple[RopeTable, int], ...]
-
-    def compute(self, dtype: Any) -> np.ndarray[Any, Any]:
-        wanted = dtype if dtype in (np.float16, np.float32, np.float64) else np.float32
-        parts = [table.cos_sin(rows, layout="half", dtype=wanted)[self.index] for table, rows in self.segments]
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-
-@attrs.frozen
-class WireFix:
-    """One layer's wiring edit: ``remove`` (bypass ``bypass``, turn off ``switch_off``'s
-    ``do_rotary``) or ``rewire`` (``nodes`` read ``wanted`` instead of ``cache``)."""
-
-    index: int
-    layer_type: str
-    action: str
-    nodes: tuple[str, ...] = ()
-    bypass: tuple[str, ...] = ()
-    switch_off: tuple[str, ...] = ()
-    cache: str = ""
-    wanted: str = ""
-
-
-@attrs.frozen
-class GgufFix:
-    """Keys to set (``None``: remove) and rope tensors to write (``None``: drop)."""
-
-    keys: dict[str, Any]
-    tensors: dict[str, Any]
-    changes: tuple[dict[str, Any], ...]
-
-
 @attrs.define
 class RepairPlan:
     """What :func:`repair` would rewrite in one artifact, or why it cannot.
@@ -98,9 +56,8 @@ class RepairPlan:
 
     refusals: dict[str | None, str] = attrs.field(factory=dict)
     notes: dict[str, list[str]] = attrs.field(factory=dict)
-    caches: dict[tuple[str, str], CacheFix] = attrs.field(factory=dict)
-    wiring: list[WireFix] = attrs.field(factory=list)
-    gguf: GgufFix | None = None
+    edits: Any = None
+    """The format's own edits (its fix module's type): what :meth:`Format.write` carries out."""
 
     @property
     def repairable(self) -> bool:
