@@ -1,6 +1,6 @@
 """``ropekit audit`` on artifacts the real producers made: onnxruntime-genai packs, llama.cpp GGUFs.
 
-The artifacts under ``tests/data/artifacts`` were made offline by ``scripts/generate_artifacts.py``
+The artifacts under ``tests/data/artifacts`` were made offline by the producer scripts in ``scripts/artifacts/``
 (its ``producers`` extra); these tests need only the readers (``onnx``, ``gguf``).
 """
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import ropekit
-from ropekit.artifacts.formats.arrays.dump import read_served
 from ropekit.artifacts.audit import audit_artifact, estimate_from_cos_sin
+from ropekit.artifacts.formats.arrays.dump import read_served
 from ropekit.artifacts.read import read_artifact
 from ropekit.artifacts.served import ServedArtifact, ServedTable
 from ropekit.cli import main

@@ -1,7 +1,7 @@
 """llama.cpp's per-architecture, per-layer RoPE rules in ``ropekit audit`` (issue #24).
 
 The ``gguf_*`` artifacts named below were made by llama.cpp's own ``convert_hf_to_gguf.py``
-(llama-cpp-python 0.3.36) from tiny random checkpoints (``scripts/generate_artifacts.py``); each is
+(llama-cpp-python 0.3.36) from tiny random checkpoints (``scripts/artifacts/gguf_convert.py``); each is
 audited against the config it was converted from, kept beside it. The edge cases below them are
 GGUFs written with ``gguf.GGUFWriter``.
 """

@@ -1,6 +1,6 @@
 """ONNX packs judged layer by layer and rotary kept in a graph evaluated with onnxruntime: on
 artifacts the real producers made
-(``scripts/generate_artifacts.py``, ``scripts/generate_graph_exports.py``) and on packs edited here
+(``scripts/artifacts/onnx_builder.py``, ``scripts/generate_graph_exports.py``) and on packs edited here
 to wire one thing wrong at a time."""
 
 from __future__ import annotations

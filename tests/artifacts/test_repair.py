@@ -167,6 +167,61 @@ def test_ropekit_audit_computes_the_audit_once(
     assert len(calls) == audits
 
 
+def test_ropekit_repair_decides_from_the_audit_it_made_and_never_reaudits_the_original(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """#33: 'ropekit repair' audits the original once (the command's audit) and the plan is made from
+    that report; the only other audits are the written copy's, staged and moved, by the audit itself."""
+    import ropekit.artifacts.audit as audit_module
+    from ropekit.artifacts.repair import decide, run
+
+    real = audit_module.audit_artifact
+    audited: list[str] = []
+
+    def counted(model: Any, artifact: Any, **kwargs: Any) -> Any:
+        audited.append(str(artifact.path))
+        return real(model, artifact, **kwargs)
+
+    for module in (audit_module, decide, run):
+        monkeypatch.setattr(module, "audit_artifact", counted)
+    import ropekit.cli.commands  # noqa: F401  (imports audit_artifact on first use, from the patched module)
+
+    name = "onnx_llama_linear"
+    out = tmp_path / "fixed"
+    status = main(["repair", str(ARTIFACTS / name / "config.json"), "--served", str(ARTIFACTS / name), "--out",
+                   str(out), "--json"])
+    assert status == 0 and json.loads(capsys.readouterr().out)["verdict"] == "repaired"
+    original = [path for path in audited if str(ARTIFACTS / name) in path]
+    copies = [path for path in audited if str(tmp_path) in path]
+    assert len(original) == 1  # the command's one audit, which repair decided from
+    assert len(copies) == 2  # the staged copy and the moved one, judged by the audit itself
+    assert copies[-1] == str(out / "model.onnx")
+
+
+def test_repair_given_a_report_audits_only_the_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ropekit.artifacts.read import read_for_audit
+    from ropekit.artifacts.repair import run
+
+    source = ARTIFACTS / "onnx_llama_linear"
+    model = ropekit.load(source / "config.json")
+    report = audit_artifact(model, read_for_audit(model, source))
+    assert report.verdict == "mismatch" and report.served is not None
+    real = run.audit_artifact
+    audited: list[str] = []
+
+    def counted(model: Any, artifact: Any, **kwargs: Any) -> Any:
+        audited.append(str(artifact.path))
+        return real(model, artifact, **kwargs)
+
+    monkeypatch.setattr(run, "audit_artifact", counted)
+    result = repair(model, source, tmp_path / "fixed", report=report)
+    assert result.verdict == "repaired"
+    assert all(str(tmp_path) in path for path in audited) and len(audited) == 2
+    narrowed = audit_artifact(model, read_for_audit(model, source), rtol=0.01)
+    with pytest.raises(ropekit.ArgumentError, match="default tolerances"):
+        repair(model, source, tmp_path / "other", report=narrowed)
+
+
 def test_a_repaired_pack_keeps_everything_else(tmp_path: Path) -> None:
     import onnx
 

@@ -37,6 +37,7 @@ import numpy as np
 
 from ....contract.scheme import plain_inv_freq
 from ....errors import ArgumentError, MissingDependencyError
+from ...served import ServedArtifact, ServedTable, check_regular_file
 from .llama_cpp import (
     LLAMA_CPP_SOURCE,
     MROPE_SOURCE,
@@ -47,7 +48,6 @@ from .llama_cpp import (
     rules_for,
     unknown_architecture,
 )
-from ...served import ServedArtifact, ServedTable, check_regular_file
 
 __all__ = ["ROPE_TENSORS", "gguf_module", "read_fields", "read_gguf", "served_by"]
 
@@ -130,7 +130,9 @@ def read_fields(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return fields, tensors
 
 
-def served_by(path: str, arch: str, fields: dict[str, Any], tensors: dict[str, Any], n_ctx: int | None) -> ServedArtifact:
+def served_by(
+    path: str, arch: str, fields: dict[str, Any], tensors: dict[str, Any], n_ctx: int | None
+) -> ServedArtifact:
     """What llama.cpp serves from these keys and rope tensors (a file's, or a planned rewrite's, not
     yet written) for an architecture whose rules are known."""
     rules = rules_for(arch)

@@ -6,9 +6,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import numpy as np
-
 import attrs
+import numpy as np
 
 from ....contract.scheme import plain_inv_freq
 from ....tables.table import ModelRope, RopeTable

@@ -256,7 +256,9 @@ def external_data_files(model_file: str) -> list[str]:
                    for entry in tensor.external_data if entry.key == "location"})
 
 
-def _rewrite(plan: RepairPlan, artifact: ServedArtifact, source: str, staged: str, single: bool) -> list[dict[str, Any]]:
+def _rewrite(
+    plan: RepairPlan, artifact: ServedArtifact, source: str, staged: str, single: bool
+) -> list[dict[str, Any]]:
     """The pack (or the single ``.onnx``) rewritten at ``staged`` as ``plan`` says. A pack's
     external data keeps its file name in the copy's folder; a single ``.onnx``'s goes to
     ``<staged>.data`` (``single``), so the copy never reads the original's data."""
