@@ -154,7 +154,7 @@ def test_ropekit_audit_computes_the_audit_once(
     calls: list[str] = []
     real = audit_module.audit_artifact
 
-    def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    def counted(*args: Any, **kwargs: Any) -> Any:
         calls.append("audit")
         return real(*args, **kwargs)
 
@@ -206,7 +206,7 @@ def test_repair_given_a_report_audits_only_the_copy(tmp_path: Path, monkeypatch:
     model = ropekit.load(source / "config.json")
     report = audit_artifact(model, read_for_audit(model, source))
     assert report.verdict == "mismatch" and report.served is not None
-    real = run.audit_artifact
+    real = audit_artifact
     audited: list[str] = []
 
     def counted(model: Any, artifact: Any, **kwargs: Any) -> Any:

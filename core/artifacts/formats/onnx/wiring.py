@@ -143,7 +143,7 @@ def judge_wiring(model: ModelRope, wiring: Iterable[LayerWiring]) -> list[LayerE
     records = []
     for layer in wiring:
         layer_type = model.layer_types[layer.index] if layer.index < len(model.layer_types) else None
-        shown = {"cache": layer.cache, "rotary_dim": layer.rotary_dim, "interleaved": layer.interleaved}
+        shown: dict[str, Any] = {"cache": layer.cache, "rotary_dim": layer.rotary_dim, "interleaved": layer.interleaved}
         try:
             declared = model.for_layer(layer.index)
         except (IndexError, LookupError) as error:
