@@ -56,7 +56,7 @@ def image_heavy_positions(count: int) -> np.ndarray[Any, np.dtype[np.int64]]:
 
 def exact_cos(table: ropekit.RopeTable, positions: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """float64 cos the slow, obvious way: each column's own axis times its frequency."""
-    mapping = table._mrope_map(table.layout)
+    mapping = table.mrope_map(table.layout)
     angles = positions[mapping.axis, 0, :].T * table.inv_freq[mapping.freq][None, :]
     exact: np.ndarray[Any, Any] = np.cos(angles) * table.attention_factor
     return exact

@@ -5,7 +5,7 @@
     /tmp/etvenv/bin/python scripts/generate_pte.py
 
 Only this script needs executorch: ropekit reads the committed programs with the stdlib and numpy
-(``ropekit.artifacts.pte_file``). Every case is one tiny random checkpoint of ExecuTorch's own Llama
+(``ropekit.artifacts.formats.pte.program``). Every case is one tiny random checkpoint of ExecuTorch's own Llama
 example (``executorch.examples.models.llama``: dim 16, one layer, one head of 16, vocab 16, llama3
 scaling factor 32, rope_theta 500000, as Llama-3.2 declares) exported with 64 positions:
 

@@ -1,5 +1,5 @@
 """Derive llama.cpp's RoPE rules for every architecture from its source, and write them to
-``core/artifacts/llama_cpp_rules.json`` (read by :mod:`ropekit.artifacts.llama_cpp`).
+``core/artifacts/formats/gguf/llama_cpp_rules.json`` (read by :mod:`ropekit.artifacts.formats.gguf.llama_cpp`).
 
     pip download --no-deps --no-binary :all: llama-cpp-python==0.3.36 -d /tmp/lcpp
     tar xzf /tmp/lcpp/llama_cpp_python-0.3.36.tar.gz -C /tmp/lcpp
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "core" / "artifacts" / "llama_cpp_rules.json"
+OUT = ROOT / "core" / "artifacts" / "formats" / "gguf" / "llama_cpp_rules.json"
 SOURCE = "llama.cpp as vendored in llama-cpp-python 0.3.36"
 COMMAND = "python scripts/llama_cpp_rules.py --llama-cpp-src LLAMA_CPP_DIR"
 
@@ -694,7 +694,7 @@ def derive(src: Source) -> dict[str, Any]:
 
 
 def _rules(derivation: Derivation, kind: str) -> dict[str, Any]:
-    """The fields of ``ropekit.artifacts.llama_cpp.Arch`` from what was derived."""
+    """The fields of ``ropekit.artifacts.formats.gguf.llama_cpp.Arch`` from what was derived."""
     found = derivation.rules
     rules: dict[str, Any] = {"neox": kind.startswith("neox") or kind in ("mrope", "imrope")}
     if found.get("factors"):

@@ -1,7 +1,7 @@
 """What tests of every stage share: where the committed data lives, and plain helpers.
 
 The data (``tests/data``): ``golden/`` (tables from transformers, ``scripts/generate_golden.py``),
-``artifacts/`` (engine artifacts from the real producers, ``scripts/generate_artifacts.py``),
+``artifacts/`` (engine artifacts from the real producers, ``scripts/artifacts/``, one script per producer),
 ``configs/`` (published configs and derived key lists). Fixtures are in ``tests/conftest.py``.
 """
 

@@ -1,18 +1,19 @@
-"""Which reader an artifact needs, chosen from its path: the one entry point for "what does this
-file serve". Readers are imported only when their format is met (each needs its own extra)."""
+"""What a file serves, whatever its format: the one entry point for reading an artifact. The format
+is found through :mod:`~ropekit.artifacts.format`'s lazy table (by suffix, folder or first bytes);
+its reader is imported only when its format is met (each needs its own extra)."""
 
 from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING
 
-from .pte_file import EXECUTORCH_NOTE
+from .format import ReadRequest, find_format, lengths_for
 from .served import ServedArtifact
 
 if TYPE_CHECKING:
     from ..tables.table import ModelRope
 
-__all__ = ["EXECUTORCH_NOTE", "read_artifact", "read_for_audit"]
+__all__ = ["read_artifact", "read_for_audit"]
 
 
 def read_for_audit(
@@ -30,8 +31,6 @@ def read_for_audit(
     its short factors is then a mismatch for all of them, never 'unchanged' for one and a mismatch for
     another); a raw array is read at the declared rotary width when every layer type has the same one.
     """
-    from .onnx_graph import lengths_for
-
     widths = {table.rotary_dim for table in model.tables.values()}
     width = widths.pop() if len(widths) == 1 else None
     lengths = lengths_for(table.switch_at for table in model.tables.values())
@@ -56,28 +55,10 @@ def read_artifact(
     ``n_ctx`` is the context a llama.cpp server allocates (it picks longrope's factors by it).
     ``graph_lengths``: the lengths an ONNX graph that computes its rotary is evaluated at.
     An ExecuTorch program (``.pte``) is read without executorch: its rope constants, found by
-    value (:mod:`~ropekit.artifacts.pte_file`); ``data`` is the ``.ptd`` holding its external
+    value (:mod:`~ropekit.artifacts.formats.pte.program`); ``data`` is the ``.ptd`` holding its external
     constants (default: the one beside it). Where the tables cannot be read (inside a delegate,
     program inputs, a missing ``.ptd``) it comes back with no table and the reason.
     """
     name = os.fspath(path)
-    suffix = os.path.splitext(name)[1].lower()
-    if os.path.isdir(name) or suffix == ".onnx":
-        from .onnx_pack import read_onnx
-
-        return read_onnx(name, graph_lengths=graph_lengths)
-    if suffix == ".gguf":
-        from .gguf_file import read_gguf
-
-        return read_gguf(name, n_ctx=n_ctx)
-    if suffix == ".pte":
-        from .pte_file import read_pte
-
-        return read_pte(name, data=data)
-    if suffix == ".safetensors":
-        from .safetensors_file import read_safetensors
-
-        return read_safetensors(name)
-    from .arrays import read_array
-
-    return read_array(name, dtype=dtype, width=width, sin=sin, layout=layout)
+    request = ReadRequest(dtype, width, sin, layout, n_ctx, graph_lengths, data)
+    return find_format(name).read(name, request)

@@ -3,10 +3,7 @@ it was found and what it is: an ``inv_freq``, with the magnitude the engine mult
 when known, or a cos/sin cache) and :class:`ServedArtifact` (every table of one file, its producer
 and its engine's run-time rules), with the file checks readers share.
 
-The readers (:mod:`~ropekit.artifacts.arrays`, :mod:`~ropekit.artifacts.onnx_pack`,
-:mod:`~ropekit.artifacts.gguf_file`, :mod:`~ropekit.artifacts.safetensors_file`) import this
-module; :func:`ropekit.artifacts.read.read_artifact` chooses among them. Nothing here imports a
-reader back.
+Every format's reader (``formats/<format>/``) imports this module; nothing here imports a reader.
 """
 from __future__ import annotations
 

@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentError, PluginError, RopeConfigError
 from .output import EXIT_CHECKS_FAILED, print_json, say
+
+if TYPE_CHECKING:
+    from ..artifacts.report import AuditReport
 
 
 def _load(args: argparse.Namespace) -> Any:
@@ -245,19 +248,24 @@ def cmd_audit(args: argparse.Namespace) -> int:
     report = audit_artifact(model, artifact, layer_type=args.layer_type, positions=args.positions, rtol=args.rtol)
     from ..artifacts.repair import annotate
 
-    annotate(model, artifact, report, default=args.rtol is None and args.layer_type is None)  # one audit, not two
+    report = annotate(model, report)  # decided from this very report when it is repair's (one audit, not two)
     if args.json:
-        print_json(report)
+        print_json(report.to_json())
     else:
         _print_audit(report)
-    return 0 if report["verdict"] == "match" else EXIT_CHECKS_FAILED
+    return 0 if report.verdict == "match" else EXIT_CHECKS_FAILED
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
+    from ..artifacts.audit import audit_artifact
+    from ..artifacts.files import checked_paths
+    from ..artifacts.read import read_for_audit
     from ..artifacts.repair import repair
 
     model = _load(args)
-    result = repair(model, args.served, args.out, n_ctx=args.n_ctx)
+    checked_paths(str(args.served), str(args.out))  # refused before anything is read
+    report = audit_artifact(model, read_for_audit(model, args.served, n_ctx=args.n_ctx))  # the command's one audit
+    result = repair(model, args.served, args.out, n_ctx=args.n_ctx, report=report)
     if args.json:
         print_json(result.to_json())
     elif result.verdict == "repaired":
@@ -293,47 +301,46 @@ def _gguf_self_check(args: argparse.Namespace) -> int:
     return EXIT_CHECKS_FAILED if artifact.flags else 0
 
 
-def _print_audit(report: dict[str, Any]) -> None:
-    artifact = report["artifact"]
-    say(f"{artifact['path']} ({artifact['kind']}{', ' + artifact['producer'] if artifact['producer'] else ''}): "
-          f"{report['verdict'].upper().replace('_', ' ')}")
-    if report["verdict"] == "no_table":
-        say(f"  {report['request']}")
-    per_layer = artifact.get("layers", [])
-    wrong = [entry for entry in per_layer if entry["verdict"] == "mismatch"]
+def _print_audit(report: AuditReport) -> None:
+    artifact = report.artifact
+    say(f"{artifact.path} ({artifact.kind}{', ' + artifact.producer if artifact.producer else ''}): "
+          f"{report.verdict.upper().replace('_', ' ')}")
+    if report.verdict == "no_table":
+        say(f"  {report.request}")
+    per_layer = artifact.layers or ()
+    wrong = [entry for entry in per_layer if entry.verdict == "mismatch"]
     if per_layer:
         say(f"  layers: {len(per_layer) - len(wrong)} of {len(per_layer)} wired as declared")
     for entry in wrong:
-        reason = str(entry["reason"])
-        named = f"layer {entry['index']}"
-        if reason.startswith(named + " "):  # the reason's sentence names the layer: the index once, not twice
-            say(f"  MISMATCH ({entry['layer_type']}) {reason}")
+        named = f"layer {entry.index}"
+        if entry.reason.startswith(named + " "):  # the reason's sentence names the layer: the index once, not twice
+            say(f"  MISMATCH ({entry.layer_type}) {entry.reason}")
         else:
-            say(f"  MISMATCH {named} ({entry['layer_type']}): {reason.removeprefix(named + ':').strip()}")
-    for name, layer in report["layers"].items():
-        for table in layer.get("tables", []):
-            regime = f" [{table['regime']}]" if table.get("regime") else ""
-            declared = table["declared"]
-            say(f"[{name}]{regime} declared rope_type {declared['rope_type']} ({declared['pairs']} pairs); "
-                  f"served {table['kind']} {table['dtype']} from {table['where']}")
-            if table["verdict"] == "match":
+            say(f"  MISMATCH {named} ({entry.layer_type}): {entry.reason.removeprefix(named + ':').strip()}")
+    for name, layer in report.layers.items():
+        for table in layer.tables or ():
+            regime = f" [{table.regime}]" if table.regime else ""
+            say(f"[{name}]{regime} declared rope_type {table.declared['rope_type']} ({table.declared['pairs']} pairs); "
+                  f"served {table.kind} {table.dtype} from {table.where}")
+            if table.verdict == "match":
                 say("  MATCH: the served table is the declared one")
-                if "attention_factor_unverified" in table:
-                    say(f"  note: {table['attention_factor_unverified']}")
+                if table.attention_factor_unverified is not None:
+                    say(f"  note: {table.attention_factor_unverified}")
                 continue
             say("  MISMATCH: the served table is not what the config declares")
-            say(f"  it matches: {table['served_as']}")
-            if "differing_pairs" in table:
-                say(f"  {table['differing_pairs']} of {table['pairs']} pairs differ from the declared table, "
-                      f"by up to {table['max_ratio']:.6g}x")
-                for position, row in table["positions"].items():
+            say(f"  it matches: {table.served_as}")
+            apart = table.difference
+            if apart:
+                say(f"  {apart['differing_pairs']} of {apart['pairs']} pairs differ from the declared table, "
+                      f"by up to {apart['max_ratio']:.6g}x")
+                for position, row in apart["positions"].items():
                     say(f"  position {position:>7}: max angle error {row['max_angle_error']:.4f} rad, "
                           f"{row['pairs_over_0.1rad']} pairs over 0.1 rad")
-    for note in (*report.get("engine_rules", []), *report.get("flags", [])):
+    for note in (*report.engine_rules, *report.flags):
         say(f"  note: {note}")
-    if "repairable" in report:
-        verb = "can repair it" if report["repairable"] else "cannot repair it"
-        say(f"  ropekit repair {verb}: {report['repairable_reason']}")
+    if report.repairable is not None:
+        verb = "can repair it" if report.repairable else "cannot repair it"
+        say(f"  ropekit repair {verb}: {report.repairable_reason}")
 
 
 def cmd_scan(args: argparse.Namespace) -> int:

@@ -390,7 +390,6 @@ def audit_module(
                                   regime=regime, first_position=positions.start))
         owners[where] = name
     artifact = ServedArtifact(type(model).__name__, "mlx", tuple(tables), producer="live MLX module")
-    document = audit_artifact(rope, artifact)
-    document["modules"] = module_verdicts(document, owners)
-    return document
+    report = audit_artifact(rope, artifact)
+    return {**report.to_json(), "modules": module_verdicts(report, owners)}
 

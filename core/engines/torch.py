@@ -127,7 +127,7 @@ def _mrope_cos_sin(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """cos/sin of a multimodal table: ``positions`` ``(axes, ...)`` (or text positions, the same on
     every axis); column ``c`` is ``positions[axis[c]] * inv_freq[freq[c]]``, in float64, rounded once."""
-    mapping = table._mrope_map(layout)
+    mapping = table.mrope_map(layout)
     target = positions.device
     work = _float64_device(target)
     axes = table.mrope_axes
@@ -689,8 +689,7 @@ def _attribute(rope: ModelRope, served: ServedTable, kind: str) -> ServedTable:
     if len(sized) < 2:
         return served
     for name in sized:
-        document = audit_artifact(rope, ServedArtifact(served.where, kind, (served,)), layer_type=name)
-        if document["verdict"] == "match":
+        if audit_artifact(rope, ServedArtifact(served.where, kind, (served,)), layer_type=name).verdict == "match":
             return attrs.evolve(served, layer_type=name)
     return served
 
@@ -725,15 +724,16 @@ def audit_module(
             tables.append(attributed)
             owners[attributed.where] = name
     artifact = ServedArtifact(type(model).__name__, kind, tuple(tables), producer="live torch module")
-    document = audit_artifact(rope, artifact) if positions is None else audit_artifact(rope, artifact,
-                                                                                     positions=positions)
-    document["modules"] = module_verdicts(document, owners)
+    report = audit_artifact(rope, artifact) if positions is None else audit_artifact(rope, artifact,
+                                                                                   positions=positions)
+    extra: dict[str, Any] = {"modules": module_verdicts(report, owners)}
+    verdict = report.verdict
     if not isinstance(config, ModelRope) and rope_index_owner(model) is not None and any(
             table.mrope_composition is not None for table in rope.tables.values()):
         mapping = _config_dict(config) if callable(getattr(config, "to_dict", None)) else config
         checked = audit_position_ids(model, mapping)
-        document["position_ids"] = checked
+        extra["position_ids"] = checked
         if checked["verdict"] == "mismatch":
-            document["verdict"] = "mismatch"
-    return document
+            verdict = "mismatch"
+    return attrs.evolve(report, verdict=verdict, extra=extra).to_json()
 

@@ -263,14 +263,14 @@ def audit_rotary(
     read = _read_module(module, layer_type, max_model_len)
     name = type(module).__name__
     artifact = ServedArtifact(name, "vllm", read.tables, producer="vLLM rotary module")
-    document = audit_artifact(rope, artifact, layer_type=layer_type)
-    layer = document["layers"].get(layer_type, {"verdict": "no_table"})
-    verdict = str(layer["verdict"])
+    report = audit_artifact(rope, artifact, layer_type=layer_type)
+    layer = report.layers.get(layer_type)
+    verdict = layer.verdict if layer is not None else "no_table"
     who = _describe(module)
     buffer = "long_short_cos_sin_cache" if read.regime else "cos_sin_cache"
     stored = f"{buffer} {read.tables[0].dtype}" if read.tables else ""
     if verdict == "mismatch":
-        found = f"{who} serves {layer.get('served_as', 'another table')}"
+        found = f"{who} serves {(layer.served_as if layer is not None else None) or 'another table'}"
     elif verdict == "no_table":
         found = f"{who} keeps no cos_sin_cache ropekit can read"
     else:
@@ -292,12 +292,12 @@ def audit_rotary(
     if verdict == "match" and problems:
         verdict = "mismatch"
     served_as = "; ".join([found, *problems]) if verdict != "match" else ""
-    document["vllm"] = {"module": name, "rows": read.rows, "max_model_len": max_model_len, "regime": read.regime,
-                        "notes": list(read.notes)}
-    document["verdict"] = verdict
-    layer["verdict"] = verdict
-    if served_as:
-        layer["served_as"] = served_as
+    layers = dict(report.layers)
+    if layer is not None:
+        layers[layer_type] = attrs.evolve(layer, verdict=verdict, served_as=served_as or layer.served_as)
+    extra = {"vllm": {"module": name, "rows": read.rows, "max_model_len": max_model_len, "regime": read.regime,
+                      "notes": list(read.notes)}}
+    document = attrs.evolve(report, verdict=verdict, layers=layers, extra=extra).to_json()
     seconds = time.perf_counter() - started
     if verdict == "match":
         notes = "".join(f"; {note}" for note in read.notes)

@@ -75,6 +75,11 @@ class RopeTable:
     _cache: dict[str, Any] = attrs.field(factory=dict, repr=False, init=False)
 
     @property
+    def scheme(self) -> LoadedScheme | None:
+        """The loaded scheme that built this table (``None``: a table made by hand)."""
+        return self._scheme
+
+    @property
     def head_dim(self) -> int:
         """The attention head's width."""
         return self.geometry.head_dim
@@ -188,7 +193,7 @@ class RopeTable:
         if self.mrope_composition is not None:
             from .mrope import mrope_cos_sin
 
-            return mrope_cos_sin(self.inv_freq, self.attention_factor, self._mrope_map(chosen), positions,
+            return mrope_cos_sin(self.inv_freq, self.attention_factor, self.mrope_map(chosen), positions,
                                  dtype=dtype, out=out, threads=threads, plans=self._mrope_plans())
         if not isinstance(positions, (int, np.integer, range)) and _rank(positions) > 1:
             raise ArgumentError("positions", f"shape {np.shape(positions)}: several rows of positions are multimodal "
@@ -199,7 +204,8 @@ class RopeTable:
         return cos_sin(self._plan(), self.attention_factor, positions, dtype=dtype, layout=chosen, out=out,
                        threads=threads)
 
-    def _mrope_map(self, layout: str) -> Any:
+    def mrope_map(self, layout: str) -> Any:
+        """Which axis and frequency feed each cos/sin column in ``layout`` (a 3-axis table; cached)."""
         key = f"mrope_map_{layout}"
         found = self._cache.get(key)
         if found is None:

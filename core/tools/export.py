@@ -108,7 +108,7 @@ def _layer(
         "files": {"inv_freq": _write(directory, f"{stem}.inv_freq", table.inv_freq)},
     }
     if table.mrope_composition is not None:
-        mapping = table._mrope_map(layout)
+        mapping = table.mrope_map(layout)
         record["mrope"] = {
             "composition": table.mrope_composition, "section": list(table.mrope_section or ()), "axes": mapping.axes,
             "columns": int(mapping.axis.shape[0]),

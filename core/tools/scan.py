@@ -360,21 +360,21 @@ def _audit_artifacts(model: Any, artifacts: tuple[str, ...], base: str | None = 
         shown = os.path.relpath(path, base) if base is not None else os.path.basename(path)
         try:
             artifact = read_for_audit(model, path)  # as `ropekit audit` and `ropekit repair` read it
-            report = annotate(model, artifact, audit_artifact(model, artifact), default=True)
+            report = annotate(model, audit_artifact(model, artifact))
         except Exception as error:  # one unreadable artifact is this row's problem, not the scan's
             results[path] = {"verdict": "error", "reason": str(error)}
             problems.append(f"{shown}: cannot audit: {error}")
             continue
-        served_as = {name: layer["served_as"] for name, layer in report["layers"].items() if "served_as" in layer}
-        results[path] = {"verdict": report["verdict"], **({"served_as": served_as} if served_as else {})}
-        if "repairable" in report:
-            results[path]["repairable"] = report["repairable"]
-        wrong_layers = [entry for entry in report["artifact"].get("layers", ()) if entry["verdict"] == "mismatch"]
+        served_as = {name: layer.served_as for name, layer in report.layers.items() if layer.served_as is not None}
+        results[path] = {"verdict": report.verdict, **({"served_as": served_as} if served_as else {})}
+        if report.repairable is not None:
+            results[path]["repairable"] = report.repairable
+        wrong_layers = [entry.to_json() for entry in report.artifact.layers or () if entry.verdict == "mismatch"]
         if wrong_layers:
             results[path]["layers"] = wrong_layers
-        if report["verdict"] == "no_table":
+        if report.verdict == "no_table":
             problems.append(f"{shown}: carries no RoPE table (its runtime builds one)")
-        elif report["verdict"] != "match":
+        elif report.verdict != "match":
             first = next(iter(served_as.items()))
             problems.append(f"{shown}: [{first[0]}] serves {first[1]}")
     return results, "; ".join(problems)

@@ -1,6 +1,6 @@
 """``ropekit audit`` on artifacts the real producers made: onnxruntime-genai packs, llama.cpp GGUFs.
 
-The artifacts under ``tests/data/artifacts`` were made offline by ``scripts/generate_artifacts.py``
+The artifacts under ``tests/data/artifacts`` were made offline by the producer scripts in ``scripts/artifacts/``
 (its ``producers`` extra); these tests need only the readers (``onnx``, ``gguf``).
 """
 
@@ -88,7 +88,7 @@ def _served(name: str) -> Path:
 def test_audit_names_what_each_producer_served(name: str) -> None:
     verdict, words = EXPECTED[name]
     model = ropekit.load(ARTIFACTS / name / "config.json")
-    report = audit_artifact(model, read_for_audit(model, _served(name)))  # as `ropekit audit` and `repair` read it
+    report = audit_artifact(model, read_for_audit(model, _served(name))).to_json()  # as `ropekit audit` and `repair` read it
     assert report["verdict"] == verdict, report
     layer = report["layers"]["full_attention"]
     assert words in layer.get("served_as", ""), layer.get("served_as")
@@ -123,21 +123,21 @@ def test_longrope_caches_are_read_from_the_if_subgraph() -> None:
 def test_longrope_at_a_large_context_names_the_engine_rule() -> None:
     model = ropekit.load(ARTIFACTS / "gguf_phi3_longrope" / "config.json")
     for n_ctx, verdict in ((64, "mismatch"), (256, "mismatch")):
-        report = audit_artifact(model, read_artifact(_served("gguf_phi3_longrope"), n_ctx=n_ctx))
+        report = audit_artifact(model, read_artifact(_served("gguf_phi3_longrope"), n_ctx=n_ctx)).to_json()
         assert report["verdict"] == verdict
         assert "long factors at every length" in report["layers"]["full_attention"]["served_as"]
 
 
 def test_dynamic_past_the_trained_context_is_served_plain() -> None:
     model = ropekit.load(ARTIFACTS / "gguf_llama_dynamic" / "config.json")
-    report = audit_artifact(model, read_artifact(_served("gguf_llama_dynamic"), n_ctx=1024))
+    report = audit_artifact(model, read_artifact(_served("gguf_llama_dynamic"), n_ctx=1024)).to_json()
     assert report["verdict"] == "mismatch"
     assert report["layers"]["full_attention"]["served_as"].startswith("plain RoPE")
 
 
 def test_seed_case_in_gguf_form_gives_the_seeds_numbers() -> None:
     report = audit_artifact(ropekit.load(SEED_CONFIG), read_artifact(_served("gguf_seed_llama32_no_rope_freqs")),
-                            positions=[128, 1024, 2048])
+                            positions=[128, 1024, 2048]).to_json()
     table = report["layers"]["full_attention"]["tables"][0]
     assert (table["differing_pairs"], table["pairs"], table["max_ratio"]) == (17, 32, 32.0)
     assert round(table["positions"]["128"]["max_angle_error"], 3) == 0.126
@@ -205,7 +205,7 @@ def test_every_inv_freq_initializer_is_audited(tmp_path: Path) -> None:
                                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], initializer=initializers)
         onnx.save(helper.make_model(graph), tmp_path / "model.onnx")
-        assert audit_artifact(model, read_artifact(tmp_path / "model.onnx"))["verdict"] == "mismatch"
+        assert audit_artifact(model, read_artifact(tmp_path / "model.onnx")).to_json()["verdict"] == "mismatch"
 
 
 def test_malformed_gguf_metadata_is_refused_by_name(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import ropekit
-from ropekit.artifacts.arrays import read_served
 from ropekit.artifacts.audit import audit_artifact, estimate_from_cos_sin
+from ropekit.artifacts.formats.arrays.dump import read_served
 from ropekit.artifacts.read import read_artifact
 from ropekit.artifacts.served import ServedArtifact, ServedTable
 from ropekit.cli import main
@@ -43,7 +43,7 @@ def _layer(report: dict[str, Any], name: str = "full_attention") -> dict[str, An
 def test_seed_plain_rope_served_for_llama3() -> None:
     model = ropekit.load(SEED_CONFIG)
     served = _array(ropekit.plain_inv_freq(500000.0, 64).astype(np.float32), dtype="float32")
-    report = audit_artifact(model, served, positions=[128, 1024, 2048])
+    report = audit_artifact(model, served, positions=[128, 1024, 2048]).to_json()
     assert report["verdict"] == "mismatch"
     table = _layer(report)["tables"][0]
     assert _layer(report)["served_as"] == "plain RoPE, rope_theta 500000 (the llama3 scaling dropped)"
@@ -57,19 +57,19 @@ def test_seed_plain_rope_served_for_llama3() -> None:
 def test_declared_table_matches_even_as_float32() -> None:
     model = ropekit.load(SEED_CONFIG)
     served = _array(model.table.inv_freq.astype(np.float32), dtype="float32")
-    assert audit_artifact(model, served)["verdict"] == "match"
+    assert audit_artifact(model, served).to_json()["verdict"] == "match"
 
 
 def test_longrope_long_table_served_at_load_time() -> None:
     model = ropekit.load(PHI3)
-    report = audit_artifact(model, _array(model.table.at(5000).inv_freq))
+    report = audit_artifact(model, _array(model.table.at(5000).inv_freq)).to_json()
     assert report["verdict"] == "mismatch"
     assert _layer(report)["served_as"].startswith("longrope at seq_len 4097")
 
 
 def test_wrong_theta_is_found_by_fitting() -> None:
     model = ropekit.load({"head_dim": 128, "rope_theta": 1000000.0})
-    report = audit_artifact(model, _array(ropekit.plain_inv_freq(10000.0, 128)))
+    report = audit_artifact(model, _array(ropekit.plain_inv_freq(10000.0, 128))).to_json()
     assert _layer(report)["served_as"] == "plain RoPE, fitted rope_theta 10000"
 
 
@@ -78,11 +78,11 @@ def test_another_layer_types_table() -> None:
               "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
                                   "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
     model = ropekit.load(config)
-    report = audit_artifact(model, _array(model["sliding_attention"].inv_freq))
+    report = audit_artifact(model, _array(model["sliding_attention"].inv_freq)).to_json()
     assert _layer(report, "sliding_attention")["verdict"] == "match"
     assert _layer(report, "full_attention")["served_as"] == "the sliding_attention table (default)"
     with pytest.raises(ropekit.ArgumentError, match="layer_type"):
-        audit_artifact(model, _array(model.table.inv_freq), layer_type="chunked")
+        audit_artifact(model, _array(model.table.inv_freq), layer_type="chunked").to_json()
 
 
 @pytest.mark.parametrize("layout", ["neox", "gptj"])
@@ -93,29 +93,29 @@ def test_cos_sin_caches_are_audited(layout: Any) -> None:
     inv_freq, factor = estimate_from_cos_sin(cos.astype(np.float64), sin.astype(np.float64), layout)
     np.testing.assert_allclose(inv_freq, plain.inv_freq, rtol=1e-5)
     assert factor == pytest.approx(1.0, rel=1e-6)
-    report = audit_artifact(model, _array(cos, sin=sin, dtype="float32", layout=layout))
+    report = audit_artifact(model, _array(cos, sin=sin, dtype="float32", layout=layout)).to_json()
     assert _layer(report)["served_as"].startswith("plain RoPE, rope_theta 500000")
     good_cos, good_sin = model.table.cos_sin(4096, layout=layout)
-    assert audit_artifact(model, _array(good_cos, sin=good_sin, dtype="float32", layout=layout))["verdict"] == "match"
+    assert audit_artifact(model, _array(good_cos, sin=good_sin, dtype="float32", layout=layout)).to_json()["verdict"] == "match"
 
 
 def test_float16_caches_match_and_a_one_pair_error_does_not() -> None:
     model = ropekit.load(SEED_CONFIG)
     cos, sin = model.table.cos_sin(8192, dtype=np.float16, layout="neox")
-    assert audit_artifact(model, _array(cos, sin=sin, dtype="float16"))["verdict"] == "match"
+    assert audit_artifact(model, _array(cos, sin=sin, dtype="float16")).to_json()["verdict"] == "match"
     wrong = model.table.inv_freq.copy()
     wrong[10] *= 1.001  # one pair 0.1% off: 0.14 rad by the last position, far above float16 rounding
     bad_cos, bad_sin = cos_sin(wrong, 1.0, 8192, dtype=np.float16)
-    report = audit_artifact(model, _array(bad_cos, sin=bad_sin, dtype="float16"))
+    report = audit_artifact(model, _array(bad_cos, sin=bad_sin, dtype="float16")).to_json()
     assert report["verdict"] == "mismatch"
 
 
 def test_cos_only() -> None:
     model = ropekit.load(SEED_CONFIG)
     good, _ = model.table.cos_sin(2048)
-    assert audit_artifact(model, _array(good, dtype="float32"))["verdict"] == "match"
+    assert audit_artifact(model, _array(good, dtype="float32")).to_json()["verdict"] == "match"
     bad, _ = ropekit.load({"head_dim": 64, "rope_theta": 500000.0}).table.cos_sin(2048)
-    report = audit_artifact(model, _array(bad, dtype="float32"))
+    report = audit_artifact(model, _array(bad, dtype="float32")).to_json()
     assert _layer(report)["served_as"].startswith("plain RoPE, rope_theta 500000")
 
 
@@ -123,7 +123,7 @@ def test_nan_in_a_served_table_is_an_honest_mismatch() -> None:
     model = ropekit.load(SEED_CONFIG)
     values = model.table.inv_freq.copy()
     values[3] = np.nan
-    report = audit_artifact(model, _array(values))
+    report = audit_artifact(model, _array(values)).to_json()
     assert report["verdict"] == "mismatch"
     json.dumps(report, allow_nan=False)  # one valid JSON document
 
@@ -190,7 +190,7 @@ def test_llama3_with_an_exporters_own_factor_is_named() -> None:
     served = model.table.with_params(factor=8.0)
     _, sin = cos_sin(served.inv_freq, 1.0, 4096, dtype=np.float32, layout="half")
     cos, _ = cos_sin(served.inv_freq, 1.0, 4096, dtype=np.float32, layout="half")
-    report = audit_artifact(model, _array(cos, sin=sin, dtype="float32", layout="half"))
+    report = audit_artifact(model, _array(cos, sin=sin, dtype="float32", layout="half")).to_json()
     assert report["verdict"] == "mismatch"
     assert _layer(report)["served_as"].startswith("llama3 with factor 8 (declared 32.0)")
 
@@ -199,7 +199,7 @@ def test_a_table_over_the_whole_head_where_the_model_rotates_part_is_named() -> 
     partial = {"hidden_size": 1024, "num_attention_heads": 16, "partial_rotary_factor": 0.5, "rope_theta": 10000.0}
     model = ropekit.load(partial)  # head 64, rotary 32: 16 pairs
     whole = ropekit.plain_inv_freq(10000.0, 64)  # 32 pairs: the factor ignored
-    report = audit_artifact(model, _array(whole))
+    report = audit_artifact(model, _array(whole)).to_json()
     assert report["verdict"] == "mismatch"
     assert _layer(report)["served_as"].startswith("plain RoPE over rotary_dim 64 (declared 32")
 
@@ -229,13 +229,13 @@ def test_executorch_buffers_read_with_the_default_layout_name_the_layout_and_the
     np.save(tmp_path / "freqs_cos.npy", cos)
     np.save(tmp_path / "freqs_sin.npy", sin)
     as_neox = read_artifact(tmp_path / "freqs_cos.npy", sin=tmp_path / "freqs_sin.npy")
-    report = audit_artifact(model, as_neox)
+    report = audit_artifact(model, as_neox).to_json()
     assert _layer(report)["served_as"].startswith(
         "llama3 with factor 8 (declared 32.0): the engine's own llama3 factor, not the checkpoint's, its columns "
         "laid out one column per pair (half), not rotate-half (neox) as read (ExecuTorch's freqs_cos/freqs_sin are "
         "one column per pair): audit it with --layout half")
     as_half = read_artifact(tmp_path / "freqs_cos.npy", sin=tmp_path / "freqs_sin.npy", layout="half")
-    assert _layer(audit_artifact(model, as_half))["served_as"].startswith("llama3 with factor 8 (declared 32.0)")
+    assert _layer(audit_artifact(model, as_half).to_json())["served_as"].startswith("llama3 with factor 8 (declared 32.0)")
 
 
 @pytest.mark.parametrize(("changes", "named"), [
@@ -250,7 +250,7 @@ def test_llama3_parameters_are_fitted_when_no_release_has_them(changes: dict[str
     model = ropekit.load(SEED_CONFIG)
     served = model.table.with_params(**changes)
     cos, sin = cos_sin(served.inv_freq, 1.0, 4096, dtype=np.float32, layout="half")
-    report = audit_artifact(model, _array(cos, sin=sin, dtype="float32", layout="half"))
+    report = audit_artifact(model, _array(cos, sin=sin, dtype="float32", layout="half")).to_json()
     assert _layer(report)["served_as"].startswith(named)
 
 
@@ -259,6 +259,6 @@ def test_a_scaled_table_over_another_width_keeps_its_scaling_in_the_name() -> No
                "rope_scaling": {"rope_type": "linear", "factor": 4.0}}
     model = ropekit.load(partial)  # 16 pairs of linear / 4
     whole = ropekit.plain_inv_freq(10000.0, 64) / 4.0  # linear over the whole head: 32 pairs
-    report = audit_artifact(model, _array(whole))
+    report = audit_artifact(model, _array(whole)).to_json()
     assert _layer(report)["served_as"] == ("linear over rotary_dim 64 (declared 32: the partial_rotary_factor 0.5 "
                                            "not applied as declared)")

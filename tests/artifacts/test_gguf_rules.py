@@ -1,7 +1,7 @@
 """llama.cpp's per-architecture, per-layer RoPE rules in ``ropekit audit`` (issue #24).
 
 The ``gguf_*`` artifacts named below were made by llama.cpp's own ``convert_hf_to_gguf.py``
-(llama-cpp-python 0.3.36) from tiny random checkpoints (``scripts/generate_artifacts.py``); each is
+(llama-cpp-python 0.3.36) from tiny random checkpoints (``scripts/artifacts/gguf_convert.py``); each is
 audited against the config it was converted from, kept beside it. The edge cases below them are
 GGUFs written with ``gguf.GGUFWriter``.
 """
@@ -19,7 +19,7 @@ import pytest
 
 import ropekit
 from ropekit.artifacts.audit import audit_artifact
-from ropekit.artifacts.llama_cpp import modelled, rules_for
+from ropekit.artifacts.formats.gguf.llama_cpp import modelled, rules_for
 from ropekit.artifacts.read import read_artifact
 
 from ..support import ARTIFACTS
@@ -48,7 +48,7 @@ LAYER_KEYS = {"index", "layer_type", "rotates", "cache", "rotary_dim", "interlea
 
 def _audit(name: str, **kwargs: Any) -> dict[str, Any]:
     folder = ARTIFACTS / name
-    return audit_artifact(ropekit.load(folder / "config.json"), read_artifact(folder / "model.gguf", **kwargs))
+    return audit_artifact(ropekit.load(folder / "config.json"), read_artifact(folder / "model.gguf", **kwargs)).to_json()
 
 
 @pytest.mark.parametrize("name", sorted(PRODUCED))
@@ -138,15 +138,15 @@ def _gemma3_file(tmp_path: Path, **keys: Any) -> Path:
 
 def test_gemma3_without_freq_base_swa_serves_10000(tmp_path: Path) -> None:
     path = _gemma3_file(tmp_path)
-    assert audit_artifact(ropekit.load(GEMMA3), read_artifact(path))["verdict"] == "match"
-    report = audit_artifact(ropekit.load({**GEMMA3, "rope_local_base_freq": 20000.0}), read_artifact(path))
+    assert audit_artifact(ropekit.load(GEMMA3), read_artifact(path)).to_json()["verdict"] == "match"
+    report = audit_artifact(ropekit.load({**GEMMA3, "rope_local_base_freq": 20000.0}), read_artifact(path)).to_json()
     assert report["verdict"] == "mismatch"
     assert [entry["verdict"] for entry in report["artifact"]["layers"]] == ["mismatch"] * 5 + ["match"]
     assert "plain RoPE at the file's freq_base 10000" in report["artifact"]["layers"][0]["reason"]
 
 
 def test_a_sliding_layer_with_the_global_base_is_named(tmp_path: Path) -> None:
-    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(_gemma3_file(tmp_path, **{"rope.freq_base_swa": 1e6})))
+    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(_gemma3_file(tmp_path, **{"rope.freq_base_swa": 1e6}))).to_json()
     first = report["artifact"]["layers"][0]
     assert report["verdict"] == "mismatch" and first["verdict"] == "mismatch"
     assert first["reason"].startswith("layer 0 (sliding_attention) rotates with llama.cpp's swa set (freq_base 1e+06")
@@ -155,7 +155,7 @@ def test_a_sliding_layer_with_the_global_base_is_named(tmp_path: Path) -> None:
 
 def test_a_global_layer_with_the_sliding_base_is_named(tmp_path: Path) -> None:
     path = _gemma3_file(tmp_path, **{"attention.sliding_window_pattern": [True] * 6})
-    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path))
+    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path)).to_json()
     last = report["artifact"]["layers"][5]
     assert (last["cache"], last["verdict"]) == ("swa", "mismatch")
     assert "layer 5 (full_attention)" in last["reason"] and "the sliding_attention table" in last["reason"]
@@ -164,7 +164,7 @@ def test_a_global_layer_with_the_sliding_base_is_named(tmp_path: Path) -> None:
 
 def test_gemma3_without_a_window_has_no_sliding_layers(tmp_path: Path) -> None:
     path = _write(tmp_path / "g.gguf", "gemma3", {**GEOMETRY, "block_count": 6, "rope.freq_base": 1e6})
-    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path))
+    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path)).to_json()
     assert {entry["cache"] for entry in report["artifact"]["layers"]} == {"global"}
     assert report["layers"]["sliding_attention"]["verdict"] == "mismatch"
 
@@ -173,12 +173,12 @@ def test_llama4_nope_step_and_its_last_layer_edge_case(tmp_path: Path) -> None:
     config = {"model_type": "llama4_text", "hidden_size": 64, "num_attention_heads": 2, "head_dim": 32,
               "num_hidden_layers": 8, "rope_theta": 10000.0, "max_position_embeddings": 256}
     chunked = _write(tmp_path / "a.gguf", "llama4", {**GEOMETRY, "block_count": 8, "rope.dimension_count": 32})
-    report = audit_artifact(ropekit.load(config), read_artifact(chunked))
+    report = audit_artifact(ropekit.load(config), read_artifact(chunked)).to_json()
     assert report["verdict"] == "match"
     assert [e["rotates"] for e in report["artifact"]["layers"]] == [True, True, True, False] * 2
     every = _write(tmp_path / "b.gguf", "llama4", {**GEOMETRY, "block_count": 8, "attention.sliding_window": 0})
     all_rope = ropekit.load({**config, "no_rope_layers": [1] * 8})
-    report = audit_artifact(all_rope, read_artifact(every))
+    report = audit_artifact(all_rope, read_artifact(every)).to_json()
     assert [e["verdict"] for e in report["artifact"]["layers"]] == ["match"] * 7 + ["mismatch"]
     assert "n_no_rope_layer_step = n_layer (8)" in report["layers"]["full_attention"]["served_as"]
 
@@ -187,11 +187,11 @@ def test_cohere2_rotates_only_its_sliding_layers(tmp_path: Path) -> None:
     config = {"model_type": "cohere2", "hidden_size": 64, "num_attention_heads": 2, "head_dim": 32,
               "num_hidden_layers": 4, "rope_theta": 10000.0, "max_position_embeddings": 256}
     keys = {**GEOMETRY, "block_count": 4, "attention.sliding_window": 16, "rope.scaling.type": "none"}
-    report = audit_artifact(ropekit.load(config), read_artifact(_write(tmp_path / "c.gguf", "cohere2", keys)))
+    report = audit_artifact(ropekit.load(config), read_artifact(_write(tmp_path / "c.gguf", "cohere2", keys))).to_json()
     assert report["verdict"] == "match"
     assert [e["rotates"] for e in report["artifact"]["layers"]] == [True, True, True, False]
     keys["attention.sliding_window_pattern"] = [True] * 4
-    report = audit_artifact(ropekit.load(config), read_artifact(_write(tmp_path / "d.gguf", "cohere2", keys)))
+    report = audit_artifact(ropekit.load(config), read_artifact(_write(tmp_path / "d.gguf", "cohere2", keys))).to_json()
     assert report["layers"]["full_attention"] == {
         "verdict": "mismatch", "tables": [], "no_rope": True,
         "served_as": "layer 3 (full_attention) rotates in llama.cpp (its global set) but the config declares no RoPE "
@@ -201,7 +201,7 @@ def test_cohere2_rotates_only_its_sliding_layers(tmp_path: Path) -> None:
 def test_an_architecture_llama_cpp_does_not_know_is_refused_by_name(tmp_path: Path) -> None:
     path = _write(tmp_path / "x.gguf", "gemma9", {**GEOMETRY, "block_count": 2, "rope.freq_base": 1e6})
     assert rules_for("gemma9") is None and "gemma3" in modelled()
-    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path))
+    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path)).to_json()
     assert report["verdict"] == "no_table"
     assert report["reason"].startswith("audit does not know llama.cpp's rules for architecture 'gemma9': llama.cpp as "
                                        "vendored in llama-cpp-python 0.3.36 has no such architecture")
@@ -215,7 +215,7 @@ def test_an_architecture_whose_rule_ropekit_cannot_model_is_refused_naming_it(tm
     the derived entry is a refusal citing those lines, never Gemma-3's rules."""
     path = _write(tmp_path / "g4.gguf", "gemma4", {**GEOMETRY, "block_count": 2, "rope.freq_base": 1e6})
     assert rules_for("gemma4") is None
-    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path))
+    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path)).to_json()
     assert report["verdict"] == "no_table"
     assert report["reason"].startswith("audit cannot model llama.cpp's gemma4 (src/models/gemma4.cpp): ")
     assert "ggml_rope_ext with frequency factors 'freq_factors' (src/models/gemma4.cpp:" in report["reason"]
@@ -223,7 +223,7 @@ def test_an_architecture_whose_rule_ropekit_cannot_model_is_refused_naming_it(tm
 
 def test_an_architecture_without_rope_is_refused_as_such(tmp_path: Path) -> None:
     path = _write(tmp_path / "m.gguf", "mamba2", {**GEOMETRY, "block_count": 2})
-    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path))
+    report = audit_artifact(ropekit.load(GEMMA3), read_artifact(path)).to_json()
     assert report["reason"].startswith("llama.cpp applies no RoPE for mamba2 (llama_model_rope_type: "
                                        "LLAMA_ROPE_TYPE_NONE)")
 
@@ -232,7 +232,7 @@ def test_the_config_and_the_file_disagree_on_the_layer_count(tmp_path: Path) -> 
     path = _write(tmp_path / "q.gguf", "qwen2", {**GEOMETRY, "block_count": 3})
     config = {"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2,
               "rope_theta": 10000.0, "max_position_embeddings": 256}
-    report = audit_artifact(ropekit.load(config), read_artifact(path))
+    report = audit_artifact(ropekit.load(config), read_artifact(path)).to_json()
     assert report["verdict"] == "mismatch" and "block_count is 3" in report["flags"][-1]
     assert report["artifact"]["layers"][2]["reason"] == "layer 2: the config declares 2 layers, the GGUF 3"
 
@@ -320,7 +320,7 @@ def test_qwen3vl_sections_that_leave_pairs_to_the_fourth_stream_are_a_mismatch()
 
 
 def test_llama_cpp_pair_streams_for_the_shipped_sections() -> None:
-    from ropekit.artifacts.llama_cpp import mrope_streams
+    from ropekit.artifacts.formats.gguf.llama_cpp import mrope_streams
 
     qwen2vl = mrope_streams("sections", (16, 24, 24, 0), 64)
     assert qwen2vl == [0] * 16 + [1] * 24 + [2] * 24
@@ -343,7 +343,7 @@ def test_swapped_sections_are_a_mismatch_naming_them(tmp_path: Path) -> None:
     path.write_bytes((ARTIFACTS / "gguf_qwen2vl_sections" / "model.gguf").read_bytes())
     _set_sections(path, "qwen2vl", [6, 4, 6, 0])
     model = ropekit.load(ARTIFACTS / "gguf_qwen2vl_sections" / "config.json")
-    report = audit_artifact(model, read_artifact(path))
+    report = audit_artifact(model, read_artifact(path)).to_json()
     assert report["verdict"] == "mismatch"
     served_as = "sections [6, 4, 6] where the declaration has [4, 6, 6] (sections)"
     assert report["layers"]["full_attention"]["served_as"] == served_as
@@ -357,7 +357,7 @@ def test_consecutive_sections_served_for_an_interleaved_model_are_named(tmp_path
     config["text_config"]["rope_scaling"]["mrope_section"] = [4, 6, 6]
     (tmp_path / "config.json").write_text(json.dumps(config))
     report = audit_artifact(ropekit.load(tmp_path / "config.json"),
-                            read_artifact(ARTIFACTS / "gguf_qwen2vl_sections" / "model.gguf"))
+                            read_artifact(ARTIFACTS / "gguf_qwen2vl_sections" / "model.gguf")).to_json()
     assert report["verdict"] == "mismatch"
     assert report["layers"]["full_attention"]["served_as"] == (
         "sections [4, 6, 6] where the model's code composes interleaved sections [4, 6, 6]")
@@ -404,7 +404,7 @@ def test_a_glm4_file_with_the_wrong_base_is_a_mismatch(tmp_path: Path) -> None:
     path = _copy(tmp_path, "gguf_glm4")
     field = gguf.GGUFReader(str(path), "r+").fields["glm4.rope.freq_base"]
     field.parts[field.data[0]][0] = 10000.0
-    report = audit_artifact(ropekit.load(ARTIFACTS / "gguf_glm4" / "config.json"), read_artifact(path))
+    report = audit_artifact(ropekit.load(ARTIFACTS / "gguf_glm4" / "config.json"), read_artifact(path)).to_json()
     assert report["verdict"] == "mismatch"
     assert report["layers"]["full_attention"]["served_as"] == (
         "plain RoPE at the file's freq_base 10000, not the declared rope_theta 500000")
@@ -430,7 +430,7 @@ def test_glm4v_without_sections_is_a_mismatch_naming_the_lost_streams(tmp_path: 
     _set_sections(path, "glm4", [0, 0, 0, 0])
     artifact = read_artifact(path)
     assert artifact.engine["rope_mode"] == "norm" and artifact.tables[0].axes is None
-    report = audit_artifact(ropekit.load(ARTIFACTS / "gguf_glm4v_sections" / "config.json"), artifact)
+    report = audit_artifact(ropekit.load(ARTIFACTS / "gguf_glm4v_sections" / "config.json"), artifact).to_json()
     assert report["verdict"] == "mismatch"
     assert report["layers"]["full_attention"]["served_as"] == (
         "llama.cpp rotates every pair by the token's one position (ggml_rope_ext: no rope.dimension_sections "

@@ -1,5 +1,5 @@
 """llama.cpp's RoPE rules are derived from its source (``scripts/llama_cpp_rules.py``), committed as
-``core/artifacts/llama_cpp_rules.json``: regenerating them from the vendored llama.cpp must give the
+``core/artifacts/formats/gguf/llama_cpp_rules.json``: regenerating them from the vendored llama.cpp must give the
 committed file exactly, and the file is read only when a GGUF is audited.
 
 The source is the llama-cpp-python 0.3.36 sdist's ``vendor/llama.cpp``; name it with
@@ -17,7 +17,7 @@ from types import ModuleType
 
 import pytest
 
-from ropekit.artifacts.llama_cpp import RULES_FILE, entry, modelled, rules_for
+from ropekit.artifacts.formats.gguf.llama_cpp import RULES_FILE, entry, modelled, rules_for
 
 from ..support import ROOT
 
@@ -129,6 +129,6 @@ def test_ropekit_table_does_not_read_the_rules() -> None:
     config = ROOT / "core" / "sample_configs" / "llama-3.2-1b-instruct.json"
     code = ("import sys, io, contextlib\nfrom ropekit.cli.main import main\n"
             f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['table', {str(config)!r}, '--json']) == 0\n"
-            "print('ropekit.artifacts.llama_cpp' in sys.modules, 'ropekit.artifacts.gguf_file' in sys.modules)")
+            "print('ropekit.artifacts.formats.gguf.llama_cpp' in sys.modules, 'ropekit.artifacts.formats.gguf.file' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == ["False", "False"]

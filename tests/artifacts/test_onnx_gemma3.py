@@ -96,7 +96,7 @@ def _gemma3_pack(tmp_path: Path, *, wired: dict[int, str] | None = None,
 
 
 def _audit(pack: Path) -> dict[str, Any]:
-    return audit_artifact(ropekit.load(pack / "config.json"), read_artifact(pack))
+    return audit_artifact(ropekit.load(pack / "config.json"), read_artifact(pack)).to_json()
 
 
 def _audit_json(pack: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
@@ -117,7 +117,7 @@ def test_a_correct_gemma3_pack_audits_as_match(tmp_path: Path, capsys: pytest.Ca
     artifact = read_artifact(pack)
     assert sorted((table.layer_type, table.dtype, table.values.shape) for table in artifact.tables) == [
         ("full_attention", "float16", (ROWS, 16)), ("sliding_attention", "float16", (ROWS, 16))]
-    report = audit_artifact(ropekit.load(pack / "config.json"), artifact)
+    report = audit_artifact(ropekit.load(pack / "config.json"), artifact).to_json()
     assert report["verdict"] == "match", report
     assert {name: layer["verdict"] for name, layer in report["layers"].items()} == {
         "full_attention": "match", "sliding_attention": "match"}
@@ -177,7 +177,7 @@ def test_a_layer_wired_to_the_other_types_cache_is_named_and_rewired(
     assert document["layers"][own]["repairable_reason"] == (
         f"layer {index} is rewired from cos_cache_{SUFFIX[wrong]} to {wanted}")
     model = ropekit.load(pack / "config.json")
-    annotated = annotate(model, read_artifact(pack), _audit(pack))
+    annotated = annotate(model, audit_artifact(model, read_artifact(pack))).to_json()
     assert annotated["repairable"] is True
 
     result = repair(model, pack, tmp_path / "fixed")
@@ -253,7 +253,7 @@ def test_a_miswired_layer_and_a_wrong_cache_are_repaired_together(tmp_path: Path
     assert report["layers"]["sliding_attention"]["served_as"].startswith("layer 0: it is a sliding_attention layer")
     assert report["layers"]["full_attention"]["served_as"].startswith("plain RoPE")
     model = ropekit.load(pack / "config.json")
-    assert annotate(model, read_artifact(pack), report)["repairable"] is True
+    assert annotate(model, audit_artifact(model, read_artifact(pack))).repairable is True
     result = repair(model, pack, tmp_path / "fixed")
     assert result.verdict == "repaired", result.reason
     assert sorted(change.get("change", change["what"]) for change in result.changes) == [
@@ -276,7 +276,7 @@ def test_a_layer_whose_key_alone_reads_the_other_cache_is_rewired(tmp_path: Path
     assert entry["reason"].startswith(f"layer 3: the key's rotation ({key}) reads the sliding_attention cache "
                                       "cos_cache_local in a full_attention layer; its rotations disagree")
     rope = ropekit.load(pack / "config.json")
-    annotated = annotate(rope, read_artifact(pack), report)
+    annotated = annotate(rope, audit_artifact(rope, read_artifact(pack))).to_json()
     assert (annotated["repairable"], annotated["layers"]["full_attention"]["repairable_reason"]) == (
         True, "layer 3 is rewired from cos_cache_local to cos_cache_global")
     result = repair(rope, pack, tmp_path / "fixed")

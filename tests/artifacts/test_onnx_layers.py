@@ -1,6 +1,6 @@
 """ONNX packs judged layer by layer and rotary kept in a graph evaluated with onnxruntime: on
 artifacts the real producers made
-(``scripts/generate_artifacts.py``, ``scripts/generate_graph_exports.py``) and on packs edited here
+(``scripts/artifacts/onnx_builder.py``, ``scripts/generate_graph_exports.py``) and on packs edited here
 to wire one thing wrong at a time."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ onnx = pytest.importorskip("onnx", reason="onnx is not installed: pip install 'r
 
 import ropekit  # noqa: E402
 from ropekit.artifacts.audit import audit_artifact  # noqa: E402
-from ropekit.artifacts.onnx_graph import lengths_for  # noqa: E402
+from ropekit.artifacts.format import lengths_for  # noqa: E402
 from ropekit.artifacts.read import read_artifact  # noqa: E402
 from ropekit.cli.main import main  # noqa: E402
 from tests.support import ARTIFACTS  # noqa: E402
@@ -29,7 +29,7 @@ LAYER_KEYS = {"index", "layer_type", "rotates", "cache", "rotary_dim", "interlea
 
 def _audit(folder: Path, served: Path | None = None, **read: Any) -> dict[str, Any]:
     model = ropekit.load(folder / "config.json")
-    return audit_artifact(model, read_artifact(served or folder, **read))
+    return audit_artifact(model, read_artifact(served or folder, **read)).to_json()
 
 
 def test_a_nope_layer_rotated_by_the_builder_is_named() -> None:
@@ -184,7 +184,7 @@ def test_a_graph_that_computes_its_rotary_is_run_on_both_sides_of_the_switch(
     model = ropekit.load(folder / "config.json")
     artifact = read_artifact(folder, graph_lengths=lengths_for(t.switch_at for t in model.tables.values()))
     assert "graph_rotary" in artifact.engine
-    report = audit_artifact(model, artifact)
+    report = audit_artifact(model, artifact).to_json()
     seen = {table["comparisons"][0]["declared"]: table["verdict"] for table in report["layers"]["full_attention"]
             ["tables"]}
     assert {int(key.split()[-1]) if key.startswith("seq_len") else 64: value for key, value in seen.items()} == \
@@ -255,7 +255,7 @@ def test_a_two_rotary_graph_is_audited_per_layer_type(tmp_path: Path, readers: s
     artifact = read_artifact(folder)
     expected = {"name": [(5,), (0, 1, 2, 3, 4)], "metadata": [(5,), (0, 1, 2, 3, 4)], "none": [(), ()]}[readers]
     assert [table.layers for table in artifact.tables] == expected
-    report = audit_artifact(ropekit.load(folder / "config.json"), artifact)
+    report = audit_artifact(ropekit.load(folder / "config.json"), artifact).to_json()
     assert report["verdict"] == "match", report["layers"]
     for name in ("full_attention", "sliding_attention"):
         tables = report["layers"][name]["tables"]

@@ -38,7 +38,7 @@ def _config(name: str, factor: float | None = None) -> dict[str, Any]:
 
 def _audit(name: str, factor: float | None = None, program: Path | None = None) -> dict[str, Any]:
     served = read_artifact(program or ARTIFACTS / name / "model.pte")
-    return audit_artifact(ropekit.load(_config(name, factor)), served)
+    return audit_artifact(ropekit.load(_config(name, factor)), served).to_json()
 
 
 def test_the_committed_programs_are_the_five_cases() -> None:

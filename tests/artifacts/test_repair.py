@@ -88,7 +88,7 @@ def test_every_committed_artifact_is_repaired_left_alone_or_refused_by_name(
     assert [p.name for p in tmp_path.iterdir()] == ([out.name] if verdict == "repaired" else [])  # no leftovers
     if verdict == "repaired":
         assert result.out == str(out) and result.changes
-        assert audit_artifact(model, read_artifact(out))["verdict"] == "match"
+        assert audit_artifact(model, read_artifact(out)).to_json()["verdict"] == "match"
     # audit's prediction is repair's verdict, for every mismatching artifact
     assert (document["verdict"] == "mismatch") == (verdict != "unchanged")
     if document["verdict"] == "mismatch":
@@ -154,7 +154,7 @@ def test_ropekit_audit_computes_the_audit_once(
     calls: list[str] = []
     real = audit_module.audit_artifact
 
-    def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    def counted(*args: Any, **kwargs: Any) -> Any:
         calls.append("audit")
         return real(*args, **kwargs)
 
@@ -165,6 +165,61 @@ def test_ropekit_audit_computes_the_audit_once(
     document = json.loads(capsys.readouterr().out)
     assert status == 1 and document["repairable"] is True
     assert len(calls) == audits
+
+
+def test_ropekit_repair_decides_from_the_audit_it_made_and_never_reaudits_the_original(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """#33: 'ropekit repair' audits the original once (the command's audit) and the plan is made from
+    that report; the only other audits are the written copy's, staged and moved, by the audit itself."""
+    import ropekit.artifacts.audit as audit_module
+    from ropekit.artifacts.repair import decide, run
+
+    real = audit_module.audit_artifact
+    audited: list[str] = []
+
+    def counted(model: Any, artifact: Any, **kwargs: Any) -> Any:
+        audited.append(str(artifact.path))
+        return real(model, artifact, **kwargs)
+
+    for module in (audit_module, decide, run):
+        monkeypatch.setattr(module, "audit_artifact", counted)
+    import ropekit.cli.commands  # noqa: F401  (imports audit_artifact on first use, from the patched module)
+
+    name = "onnx_llama_linear"
+    out = tmp_path / "fixed"
+    status = main(["repair", str(ARTIFACTS / name / "config.json"), "--served", str(ARTIFACTS / name), "--out",
+                   str(out), "--json"])
+    assert status == 0 and json.loads(capsys.readouterr().out)["verdict"] == "repaired"
+    original = [path for path in audited if str(ARTIFACTS / name) in path]
+    copies = [path for path in audited if str(tmp_path) in path]
+    assert len(original) == 1  # the command's one audit, which repair decided from
+    assert len(copies) == 2  # the staged copy and the moved one, judged by the audit itself
+    assert copies[-1] == str(out / "model.onnx")
+
+
+def test_repair_given_a_report_audits_only_the_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ropekit.artifacts.read import read_for_audit
+    from ropekit.artifacts.repair import run
+
+    source = ARTIFACTS / "onnx_llama_linear"
+    model = ropekit.load(source / "config.json")
+    report = audit_artifact(model, read_for_audit(model, source))
+    assert report.verdict == "mismatch" and report.served is not None
+    real = audit_artifact
+    audited: list[str] = []
+
+    def counted(model: Any, artifact: Any, **kwargs: Any) -> Any:
+        audited.append(str(artifact.path))
+        return real(model, artifact, **kwargs)
+
+    monkeypatch.setattr(run, "audit_artifact", counted)
+    result = repair(model, source, tmp_path / "fixed", report=report)
+    assert result.verdict == "repaired"
+    assert all(str(tmp_path) in path for path in audited) and len(audited) == 2
+    narrowed = audit_artifact(model, read_for_audit(model, source), rtol=0.01)
+    with pytest.raises(ropekit.ArgumentError, match="default tolerances"):
+        repair(model, source, tmp_path / "other", report=narrowed)
 
 
 def test_a_repaired_pack_keeps_everything_else(tmp_path: Path) -> None:
@@ -193,7 +248,7 @@ def test_a_nope_layer_loses_its_rotation_and_nothing_else(tmp_path: Path) -> Non
     assert [c.get("change") for c in result.changes] == ["rotation removed (a NoPE layer)"]  # caches were right
     graph = onnx.load(str(tmp_path / "fixed" / "model.onnx")).graph
     assert not [node for node in graph.node if node.op_type == "RotaryEmbedding"]
-    layers = audit_artifact(ropekit.load(source / "config.json"), read_artifact(tmp_path / "fixed"))["artifact"]
+    layers = audit_artifact(ropekit.load(source / "config.json"), read_artifact(tmp_path / "fixed")).to_json()["artifact"]
     assert [entry["rotates"] for entry in layers["layers"]] == [True, True, True, False]
 
 
@@ -343,7 +398,7 @@ def test_audit_predicts_exactly_what_repair_does(tmp_path: Path, variant: str,
         assert result.reason in document["repairable_reason"] and not out.exists()
         assert result.reason.count("layer 0") <= 1  # named once, not "layer 0: layer 0:"
     else:
-        assert audit_artifact(ropekit.load(config), read_artifact(out))["verdict"] == "match"
+        assert audit_artifact(ropekit.load(config), read_artifact(out)).to_json()["verdict"] == "match"
 
 
 def test_a_nope_layer_on_group_query_attention_turns_its_do_rotary_off_and_nothing_else(tmp_path: Path) -> None:
@@ -441,7 +496,7 @@ def test_a_repaired_pack_keeps_its_file_modes(tmp_path: Path) -> None:
 
 
 def test_the_copy_is_audited_again_after_the_move(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ropekit.artifacts.repair import files as repair_files
+    from ropekit.artifacts import files as repair_files
     from ropekit.artifacts.repair import run as repair_run
 
     moved = repair_files.publish
@@ -635,7 +690,7 @@ def test_swapped_mrope_sections_are_rewritten_and_a_composition_is_refused(tmp_p
     model = ropekit.load(ARTIFACTS / "gguf_qwen2vl_sections" / "config.json")
     from ropekit.artifacts.repair import annotate
 
-    document = annotate(model, read_artifact(source), audit_artifact(model, read_artifact(source)))
+    document = annotate(model, audit_artifact(model, read_artifact(source))).to_json()
     assert document["verdict"] == "mismatch" and document["repairable"] is True
     result = repair(model, source, tmp_path / "fixed.gguf")
     assert result.verdict == "repaired"
@@ -643,7 +698,7 @@ def test_swapped_mrope_sections_are_rewritten_and_a_composition_is_refused(tmp_p
     fixed = gguf.GGUFReader(str(tmp_path / "fixed.gguf"))
     assert fixed.fields["qwen2vl.rope.dimension_sections"].contents() == [4, 6, 6, 0]
     assert len(fixed.tensors) == len(gguf.GGUFReader(str(source)).tensors)
-    assert audit_artifact(model, read_artifact(tmp_path / "fixed.gguf"))["verdict"] == "match"
+    assert audit_artifact(model, read_artifact(tmp_path / "fixed.gguf")).to_json()["verdict"] == "match"
     config = json.loads((ARTIFACTS / "gguf_qwen2vl_qwen3vl" / "config.json").read_text())
     config["text_config"].update(rope_theta=1000000.0)
     config["text_config"]["rope_scaling"]["mrope_section"] = [4, 6, 6]
@@ -652,5 +707,5 @@ def test_swapped_mrope_sections_are_rewritten_and_a_composition_is_refused(tmp_p
     refused = repair(interleaved, _served("gguf_qwen2vl_sections"), tmp_path / "no.gguf")
     assert refused.verdict == "not_repairable" and not (tmp_path / "no.gguf").exists()
     assert "llama.cpp's qwen2vl always composes consecutive sections" in refused.reason
-    document = audit_artifact(interleaved, read_artifact(_served("gguf_qwen2vl_sections")))
-    assert annotate(interleaved, read_artifact(_served("gguf_qwen2vl_sections")), document)["repairable"] is False
+    document = audit_artifact(interleaved, read_artifact(_served("gguf_qwen2vl_sections"))).to_json()
+    assert annotate(interleaved, audit_artifact(interleaved, read_artifact(_served("gguf_qwen2vl_sections")))).repairable is False

@@ -13,7 +13,7 @@ safetensors_numpy = pytest.importorskip("safetensors.numpy", reason="safetensors
 
 import ropekit  # noqa: E402
 from ropekit.artifacts.audit import audit_artifact  # noqa: E402
-from ropekit.artifacts.safetensors_file import read_safetensors  # noqa: E402
+from ropekit.artifacts.formats.safetensors.state_dict import read_safetensors  # noqa: E402
 
 LLAMA3 = {"hidden_size": 2048, "num_attention_heads": 32, "max_position_embeddings": 131072, "rope_theta": 500000.0,
           "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -37,7 +37,7 @@ def test_reads_inv_freq_tensors_and_audits_them(tmp_path: Path) -> None:
         "model.layers.0.self_attn.rotary_emb.inv_freq", "model.layers.1.self_attn.rotary_emb.inv_freq"]
     assert artifact.tables[0].dtype == "float32" and artifact.tables[0].values.dtype == np.float64
     np.testing.assert_allclose(artifact.tables[0].values, declared, rtol=1e-7)
-    report = audit_artifact(model, artifact)
+    report = audit_artifact(model, artifact).to_json()
     verdicts = [t["verdict"] for t in report["layers"]["full_attention"]["tables"]]
     assert verdicts == ["match", "mismatch"]
     assert report["layers"]["full_attention"]["served_as"].startswith("plain RoPE, rope_theta 500000 (the llama3")
@@ -57,7 +57,7 @@ def test_layer_type_from_the_tensor_name(tmp_path: Path) -> None:
     artifact = read_safetensors(path)
     assert {t.layer_type for t in artifact.tables} == {"sliding_attention", "full_attention"}
     assert artifact.tables[0].dtype == "float64"
-    report = audit_artifact(model, artifact)
+    report = audit_artifact(model, artifact).to_json()
     assert report["layers"]["sliding_attention"]["verdict"] == "match"
     assert report["layers"]["full_attention"]["served_as"] == "the sliding_attention table (default)"
 
@@ -80,7 +80,7 @@ def test_files_without_a_table_and_bad_files(tmp_path: Path) -> None:
     safetensors_numpy.save_file({"lm_head.weight": np.ones((2, 2), dtype=np.float32)}, os.fspath(path))
     artifact = read_safetensors(path)
     assert artifact.tables == ()
-    assert audit_artifact(ropekit.load(LLAMA3), artifact)["verdict"] == "no_table"
+    assert audit_artifact(ropekit.load(LLAMA3), artifact).to_json()["verdict"] == "no_table"
     bad = tmp_path / "bad.safetensors"
     safetensors_numpy.save_file({"x.inv_freq": np.ones((2, 2), dtype=np.float32)}, os.fspath(bad))
     with pytest.raises(ropekit.ArgumentError, match="an inv_freq is 1-D"):

@@ -23,7 +23,19 @@ STAGES: tuple[frozenset[str], ...] = (
     frozenset({"ropekit.config", "ropekit.host"}),
     frozenset({"ropekit.tables"}),
     frozenset({"ropekit.loader", "ropekit.positions"}),
-    frozenset({"ropekit.artifacts"}),
+    # the artifacts wing, lowest first: the values, the neutral comparison and diagnosis, the format
+    # protocol, the formats (each its own room: none imports another), then the dispatchers
+    frozenset({"ropekit.artifacts.served"}),
+    frozenset({"ropekit.artifacts.report", "ropekit.artifacts.compare", "ropekit.artifacts.rules",
+               "ropekit.artifacts.fixing", "ropekit.artifacts.files"}),
+    frozenset({"ropekit.artifacts.diagnose"}),
+    frozenset({"ropekit.artifacts.judge"}),
+    frozenset({"ropekit.artifacts.format"}),
+    frozenset({"ropekit.artifacts.formats", "ropekit.artifacts.formats.onnx", "ropekit.artifacts.formats.gguf",
+               "ropekit.artifacts.formats.pte", "ropekit.artifacts.formats.arrays",
+               "ropekit.artifacts.formats.safetensors"}),
+    frozenset({"ropekit.artifacts.read", "ropekit.artifacts.audit"}),
+    frozenset({"ropekit.artifacts.repair", "ropekit.artifacts"}),
     frozenset({"ropekit.engines", "ropekit.tools"}),
     frozenset({"ropekit.cli"}),
     frozenset({"ropekit", "ropekit.__main__", "ropekit.torch", "ropekit.mlx", "ropekit.testing", "ropekit.families",
@@ -31,6 +43,9 @@ STAGES: tuple[frozenset[str], ...] = (
     frozenset({"ropekit.plugins"}),
 )
 """ropekit's stages, lowest first: a module may import from its own room or from a lower stage.
+The artifacts wing (docs/architecture.md's stage 5) has a ladder of its own: the formats stand above
+the format-neutral comparison and diagnosis, and ``read``, ``audit`` and ``repair`` above the formats,
+which they reach only through ``artifacts.format``'s lazy table (no import).
 Rooms that share a stage (``config`` and ``host``; ``engines`` and ``tools``) are independent and
 import neither each other. The last two stages are the public faces (the package, ``python -m``
 and the import paths kept stable) and the built-in plugins, which use only the public API."""
@@ -142,3 +157,34 @@ def upward_imports(graph: Graph, stages: Sequence[frozenset[str]]) -> list[str]:
                 problems.append(f"{module} (stage {here[0]}, {here[1]}) imports {target} "
                                 f"(stage {there[0]}, {there[1]})")
     return problems
+
+
+def private_imports(sources: Mapping[str, Path], prefix: str) -> list[str]:
+    """Every place a module uses a private name (``_x``, not ``__x__``) of another module of the
+    package: ``from other import _x``, and ``other._x`` where ``other`` names an imported module."""
+    found = []
+    for module, path in sorted(sources.items()):
+        is_package = path.name == "__init__.py"
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        modules: dict[str, str] = {}  # local name -> the package module it is bound to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith(prefix + ".") and alias.asname:
+                        modules[alias.asname] = alias.name
+            elif isinstance(node, ast.ImportFrom):
+                origin = _resolve(module, is_package, node.level, node.module) if node.level else node.module or ""
+                if not (origin == prefix or origin.startswith(prefix + ".")):
+                    continue
+                for alias in node.names:
+                    name = alias.name
+                    if f"{origin}.{name}" in sources:
+                        modules[alias.asname or name] = f"{origin}.{name}"
+                    elif name.startswith("_") and not name.startswith("__") and origin != module:
+                        found.append(f"{module} (line {node.lineno}) imports {name} from {origin}")
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                    and node.attr.startswith("_") and not node.attr.startswith("__")
+                    and modules[node.value.id] != module):
+                found.append(f"{module} (line {node.lineno}) uses {modules[node.value.id]}.{node.attr}")
+    return found

@@ -11,7 +11,7 @@ import pytest
 
 import ropekit
 
-from .imports import STAGES, find_cycle, import_graph, modules_under, upward_imports
+from .imports import STAGES, find_cycle, import_graph, modules_under, private_imports, upward_imports
 
 
 def _ropekit_sources() -> dict[str, Path]:
@@ -32,7 +32,7 @@ def test_the_graph_sees_every_module_and_the_imports_between_them() -> None:
     assert "ropekit.errors" in graph["ropekit.config.parse"]
     assert "ropekit.tables.plan" in graph["ropekit.tables.fill"]
     assert "ropekit.host.loaded" in graph["ropekit.tables.table"]  # a type-only import is an edge
-    assert "ropekit.artifacts.onnx_pack" in graph["ropekit.artifacts.read"]  # a lazy import is an edge
+    assert "ropekit.artifacts.formats.onnx.pack" in graph["ropekit.artifacts.formats.onnx"]  # a lazy import is an edge
     assert "ropekit" in graph["ropekit.plugins.llama3"]  # `from ropekit import ...`: the package itself
 
 
@@ -43,6 +43,21 @@ def test_ropekit_has_no_import_cycle() -> None:
 
 def test_every_import_goes_to_the_same_room_or_a_lower_stage() -> None:
     assert upward_imports(import_graph(_ropekit_sources(), "ropekit"), STAGES) == []
+
+
+def test_no_private_name_crosses_a_module_boundary() -> None:
+    """A module's ``_private`` names are its own: another module that needs one gets a public name."""
+    assert private_imports(_ropekit_sources(), "ropekit") == []
+
+
+def test_read_audit_and_repair_never_import_a_format() -> None:
+    """The dispatchers find a format through ``artifacts.format``'s lazy table, and the neutral core
+    below the formats imports none either: only a format imports its own modules."""
+    graph = import_graph(_ropekit_sources(), "ropekit")
+    for module, targets in graph.items():
+        if module.startswith("ropekit.artifacts.formats"):
+            continue
+        assert not {target for target in targets if target.startswith("ropekit.artifacts.formats")}, module
 
 
 def _write(root: Path, files: dict[str, str]) -> dict[str, Path]:
@@ -119,3 +134,19 @@ def test_a_kept_path_re_exports_everything_its_module_lists(path: str) -> None:
     home = importlib.import_module(public.__doc__.split(":mod:`")[-1].split("`")[0] if public.__doc__ else "")
     assert list(public.__all__) == list(home.__all__)
     assert all(getattr(public, name) is getattr(home, name) for name in home.__all__)
+
+
+def test_a_private_name_imported_or_used_from_another_module_is_reported(tmp_path: Path) -> None:
+    sources = _write(tmp_path, {
+        "__init__.py": "",
+        "low.py": "_hidden = 1\ndef _helper(): pass\nshown = 2\n",
+        "a.py": "from .low import _hidden, shown\n",
+        "b.py": "from . import low\nlow._helper()\nlow.shown\n",
+        "c.py": "import pkg.low as low\nx = low._hidden\n",
+        "d.py": "from .low import shown\nclass _Own: pass\n_Own()\n",
+    })
+    assert private_imports(sources, "pkg") == [
+        "pkg.a (line 1) imports _hidden from pkg.low",
+        "pkg.b (line 2) uses pkg.low._helper",
+        "pkg.c (line 2) uses pkg.low._hidden",
+    ]

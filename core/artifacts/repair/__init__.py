@@ -26,8 +26,8 @@ and the moved copy is audited again. Anything else leaves no output behind.
 
 from __future__ import annotations
 
+from ..fixing import VERDICTS, NotRepairableError, RepairPlan, RepairResult
 from .decide import annotate, plan_repair, repairability
-from .plans import VERDICTS, NotRepairableError, RepairPlan, RepairResult
 from .run import repair
 
 __all__ = ["VERDICTS", "NotRepairableError", "RepairPlan", "RepairResult", "annotate", "plan_repair", "repair",
