@@ -57,6 +57,13 @@ class LayerObservation:
     ``first_channel`` and ``rotary_dim`` (the rotated block), ``head_dim``, ``inv_freq`` (one per
     pair) and ``attention_factor`` (``None`` where it could not be measured). ``residual`` is how
     far the recovered rotation is from the captured states (relative), per regime probed.
+
+    ``frame`` says whose channels ``layout`` pairs: ``input`` (the channels of the projection that
+    produced the query, as the stored weights order them: what a native forward on those weights
+    must pair) or ``output`` (the channels as they reach attention; a class that permutes the rotated
+    block on the way, DeepSeek-V3.2's ``apply_rotary_pos_emb_interleave``, pairs ``(2j, 2j+1)`` of
+    its input and writes them half-split). ``output`` is what the probe records when it cannot
+    trace the query back to a projection (a norm in between, which permutes nothing).
     """
 
     index: int
@@ -69,6 +76,7 @@ class LayerObservation:
     attention_factor: float | None = None
     residual: float = 0.0
     seq_len: int = 0
+    frame: str = "output"
 
     def to_json(self) -> dict[str, Any]:
         document: dict[str, Any] = {"index": self.index, "kind": self.kind, "seq_len": self.seq_len}
@@ -76,6 +84,8 @@ class LayerObservation:
             document.update(head_dim=self.head_dim, layout=self.layout, first_channel=self.first_channel,
                             rotary_dim=self.rotary_dim, inv_freq=list(self.inv_freq),
                             attention_factor=self.attention_factor, residual=self.residual)
+            if self.frame != "output":
+                document["frame"] = self.frame
         return document
 
 
@@ -173,6 +183,33 @@ def _text_config(config: Mapping[str, Any]) -> dict[str, Any]:
         flat = {key: value for key, value in config.items() if not key.endswith("_config")}
         return {**flat, "model_type": facts.text_type}
     return dict(config)
+
+
+def _built_text_config(transformers: Any, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The language model's config as the wrapper's own class builds it (its defaults for the text model,
+    a renamed text model_type, a language model kept under ``thinker_config`` or ``vlm_config``), so
+    the probe runs what the wrapper would; a config that is no wrapper, or a wrapper the pinned
+    transformers cannot build from it, is read as :func:`_text_config` reads it."""
+    from ..config.classes import class_facts
+
+    current: Mapping[str, Any] = config
+    for _ in range(3):  # a wrapper of a wrapper (Qwen2.5-Omni's thinker holds its own text_config)
+        outer = current.get("model_type")
+        facts = class_facts(outer) if isinstance(outer, str) else None
+        if facts is None or facts.kind != "composite" or facts.text is None:
+            break
+        values = {key: copy.deepcopy(value) for key, value in current.items()
+                  if key not in ("architectures", "auto_map", "torch_dtype", "model_type", "transformers_version")}
+        try:
+            with _quiet(transformers), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                inner = getattr(transformers.AutoConfig.for_model(outer, **values), facts.text)
+        except Exception:
+            break
+        if inner is None or not getattr(inner, "model_type", None):
+            break
+        current = {**inner.to_dict(), "model_type": inner.model_type}
+    return _text_config(current)
 
 
 def _shrunk(transformers: Any, raw: Mapping[str, Any], *, shrink_heads: bool = True, top_k: int = 1,
@@ -282,6 +319,93 @@ def _identity_rotation(model: Any, torch: Any) -> Iterator[int]:
     finally:
         for module, original in patched:
             module.forward = original
+
+
+@contextlib.contextmanager
+def _projection_rows(model: Any, torch: Any) -> Iterator[dict[int, list[Any]]]:
+    """Record, per module, the first row (batch 0, position 0) each linear layer outputs: the
+    channels of the projections the queries are cut from, in the order the stored weights give them."""
+    rows: dict[int, list[Any]] = {}
+    hooks = []
+
+    def record(module: Any, args: Any, output: Any) -> None:
+        if isinstance(output, torch.Tensor) and output.ndim >= 2:
+            rows.setdefault(id(module), []).append(output.detach().reshape(-1, output.shape[-1])[0].double().numpy())
+
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear):
+            hooks.append(module.register_forward_hook(record))
+    try:
+        yield rows
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
+def _input_pairing(seen: LayerObservation, before: np.ndarray[Any, Any], attention: Any,
+                   rows: Mapping[int, list[Any]]) -> LayerObservation:
+    """``seen`` in the frame of the projection its query was cut from: each rotated channel's value
+    before rotation (position 0) found, exactly and once, in one linear layer's output of the
+    attention module. A block whose channels come from there in another order (interleaved pairs
+    written half-split) is re-read as the pairs of its input; a block traced in order is marked
+    ``input`` as it is; one not traced keeps the ``output`` frame."""
+    if seen.kind != "rotates" or before is None or attention is None:
+        return seen
+    import torch
+
+    block = before[0, seen.first_channel:seen.first_channel + seen.rotary_dim]
+    if block.size < 2 or np.unique(block).size != block.size:
+        return seen
+    for linear in attention.modules():
+        if not isinstance(linear, torch.nn.Linear):
+            continue
+        for row in rows.get(id(linear), ()):
+            source = _traced(block, row)
+            if source is None:
+                continue
+            start = int(source.min())
+            relative = source - start
+            if sorted(relative.tolist()) != list(range(seen.rotary_dim)):
+                continue  # not one contiguous block of the projection
+            half = seen.rotary_dim // 2
+            if seen.layout == "neox":
+                pairs = [(int(relative[i]), int(relative[i + half])) for i in range(half)]
+            else:
+                pairs = [(int(relative[2 * i]), int(relative[2 * i + 1])) for i in range(half)]
+            for layout in ("neox", "gptj"):
+                expected = [(first, second) for first, second in
+                            ((i, i + half) if layout == "neox" else (2 * i, 2 * i + 1) for i in range(half))]
+                if pairs == expected:
+                    return attrs.evolve(seen, layout=layout, frame="input")
+            return seen  # a pairing neither layout expresses in the input frame: reported as seen
+    return seen
+
+
+def _traced(block: np.ndarray[Any, Any], row: np.ndarray[Any, Any]) -> np.ndarray[Any, Any] | None:
+    """Where each of ``block``'s values sits in ``row``, one channel each, all within one span of the
+    block's width: equal, or equal up to one positive factor common to the whole block (LongCat scales
+    its query's rope part after the projection; float32 rounds that product once). ``None`` when no
+    such placement exists."""
+    width = block.size
+    order = np.argsort(-np.abs(block))
+    anchor, second = int(order[0]), int(order[1])
+    if block[second] == 0:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scales = block[anchor] / row  # block = scale * row, for the row channel the anchor came from
+    candidates = np.flatnonzero(np.isfinite(scales) & (scales > 0))
+    # a scale must also place the second-largest value: look it up among the row's sorted values
+    ordered = np.sort(row)
+    wanted = block[second] / scales[candidates]
+    at = np.clip(np.searchsorted(ordered, wanted), 1, max(ordered.size - 1, 1))
+    nearest = np.minimum(np.abs(ordered[at] - wanted), np.abs(ordered[at - 1] - wanted))
+    for origin in candidates[nearest <= 3e-7 * np.abs(wanted)]:
+        low = max(0, int(origin) - width + 1)
+        span = row[low:int(origin) + width] * scales[origin]
+        close = np.abs(span[None, :] - block[:, None]) <= 3e-7 * np.abs(block[:, None]) + 1e-30
+        if np.all(close.sum(axis=1) == 1) and np.unique(close.argmax(axis=1)).size == width:
+            return low + close.argmax(axis=1)
+    return None
 
 
 def _positions(seq_len: int) -> list[int]:
@@ -439,7 +563,7 @@ def observe(config: Mapping[str, Any], *, seq_lens: Sequence[int] = (), model_cl
     of ``seq_lens`` (the largest position is ``seq_len - 1``; default: 4096 and the config's own
     ``max_position_embeddings`` if smaller). Returns ``(class name, transformers version, layers)``."""
     torch, transformers = _imports()
-    raw = _text_config(config)
+    raw = _built_text_config(transformers, config)
     _register(transformers)
     shrunk, model, feed = _built(transformers, torch, raw, model_class, seed)
     hidden = int(shrunk.hidden_size)
@@ -461,11 +585,11 @@ def observe(config: Mapping[str, Any], *, seq_lens: Sequence[int] = (), model_cl
         if not rotated and any("Attention" in type(module).__name__ for module in model.modules()):
             raise RopekitError(f"{type(model).__name__} never called transformers' attention interface, so the probe "
                                "cannot observe what its attention rotates (its attention is its own code)")
-        with _identity_rotation(model, torch) as replaced:
+        with _identity_rotation(model, torch) as replaced, _projection_rows(model, torch) as rows:
             _run(model, torch, hidden, positions, seed, feed)
         plain = list(_CAPTURED) if replaced else []
         _CAPTURED.clear()
-        observations += _recover(model, rotated, plain, positions, seq_len)
+        observations += _recover(model, rotated, plain, positions, seq_len, rows)
     return type(model).__name__, transformers.__version__, observations
 
 
@@ -512,17 +636,20 @@ def _layer_modules(model: Any, attending: Sequence[Any] = ()) -> list[Any]:
 
 
 def _recover(model: Any, rotated: list[tuple[Any, Any, Any]], plain: list[tuple[Any, Any, Any]],
-             positions: Sequence[int], seq_len: int) -> list[LayerObservation]:
+             positions: Sequence[int], seq_len: int,
+             rows: Mapping[int, list[Any]] | None = None) -> list[LayerObservation]:
     layers = _layer_modules(model, [module for module, _, _ in rotated])
     owner = {}
     for index, layer in enumerate(layers):
         for module in layer.modules():
             owner[id(module)] = index
     by_layer: dict[int, tuple[Any, Any, Any, Any]] = {}
+    attention_of: dict[int, Any] = {}
     for number, (module, query, key) in enumerate(rotated):
         index = owner.get(id(module), number)
         pre = plain[number] if number < len(plain) else None
         by_layer.setdefault(index, (query, key, pre[1] if pre else None, pre[2] if pre else None))
+        attention_of.setdefault(index, module)
     observations = []
     for index in range(len(layers)):
         if index not in by_layer:
@@ -539,6 +666,8 @@ def _recover(model: Any, rotated: list[tuple[Any, Any, Any]], plain: list[tuple[
                                seq_len)
             if by_key.kind == "rotates":
                 seen = by_key
+        elif query_before is not None and rows:
+            seen = _input_pairing(seen, query_before[0, 0].double().numpy(), attention_of.get(index), rows)
         observations.append(seen)
     return observations
 
@@ -687,7 +816,10 @@ def compare(observations: Sequence[LayerObservation], config: Mapping[str, Any] 
         table = model.for_layer(seen.index) if model.layer_types else model.table if model.tables else None
         if table is not None and table.seq_len_dependent and seen.seq_len:
             table = table.at(seen.seq_len)
-        row["verdict"], row["reason"] = _judge(seen, table, mla=mla)
+        # a table narrower than the observed head is an MLA rope sub-head, which follows the unrotated one
+        # (also where the config leaves qk_rope_head_dim to its class)
+        sub_head = table is not None and seen.kind == "rotates" and 0 < table.head_dim < seen.head_dim
+        row["verdict"], row["reason"] = _judge(seen, table, mla=mla or sub_head)
         rows.append(row)
     verdict = "match" if all(row["verdict"] == "match" for row in rows) else "differs"
     return rows, verdict
@@ -707,7 +839,8 @@ def _judge(seen: LayerObservation, table: Any, *, mla: bool = False) -> tuple[st
     # MLA with rope_interleave: the class de-interleaves the rope sub-head ((2i, 2i+1) -> (i, i + d/2)) before
     # its rotate-half, so the probe captures neox in that permuted frame; ropekit serves the same rotation as
     # interleaved pairs of the projected channels (every query-key score is the same)
-    permuted = mla and table.layout == "gptj" and seen.layout == "neox"
+    # (an observation in the input frame pairs the projection's own channels: compared as it is)
+    permuted = mla and seen.frame == "output" and table.layout == "gptj" and seen.layout == "neox"
     if seen.layout != table.layout and not permuted:
         problems.append(f"layout {seen.layout} (ropekit {table.layout})")
     first = seen.head_dim - seen.rotary_dim if mla else 0

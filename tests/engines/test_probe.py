@@ -100,3 +100,40 @@ def test_the_command_line(tmp_path: Path) -> None:
         [sys.executable, "-c", "import sys; sys.modules['torch'] = None; from ropekit.cli import main; "
          f"sys.exit(main(['probe', {str(SEED_CONFIG)!r}]))"], capture_output=True, text=True, check=False)
     assert missing.returncode == 2 and "pip install 'ropekit[reference]'" in missing.stderr
+
+
+# --- a pair is named by the channels of the projection it mixes (issue #31) -----------------------------
+
+
+def test_a_rotation_that_permutes_its_output_is_paired_by_its_input_channels() -> None:
+    """DeepSeek-V3.2's attention rotates pairs (2j, 2j+1) of the rope sub-head its projection writes and
+    writes them half-split (``apply_rotary_pos_emb_interleave``). Read at the output, that is rotate-half;
+    traced back to the projection it is interleaved, which is what a forward on the stored weights needs."""
+    _, _, seen = observe({"model_type": "deepseek_v32"}, seq_lens=[4096])
+    rotating = [layer for layer in seen if layer.kind == "rotates"]
+    assert rotating and all((layer.frame, layer.layout) == ("input", "gptj") for layer in rotating)
+    assert {(layer.first_channel, layer.rotary_dim, layer.head_dim) for layer in rotating} == {(128, 64, 192)}
+    rows, verdict = compare(seen, {"model_type": "deepseek_v32", "qk_rope_head_dim": 64})
+    assert verdict == "match", rows  # ropekit serves interleaved pairs of the sub-head
+    assert ropekit.load({"model_type": "deepseek_v32", "qk_rope_head_dim": 64}).table.layout == "gptj"
+    # the same observation against a table that pairs rotate-half is named as the layout it gets wrong
+    rows, verdict = compare(seen, {"model_type": "deepseek_v3", "qk_rope_head_dim": 64, "rope_interleave": False})
+    assert verdict == "differs" and all("layout gptj (ropekit neox)" in row["reason"] for row in rows)
+
+
+def test_a_rotation_traced_through_a_scale_keeps_its_input_pairs() -> None:
+    """LongCat-Flash multiplies its query's rope part by a constant after the projection, then interleaves."""
+    _, _, seen = observe({"model_type": "longcat_flash"}, seq_lens=[4096])
+    assert {(layer.frame, layer.layout) for layer in seen if layer.kind == "rotates"} == {("input", "gptj")}
+    assert compare(seen, {"model_type": "longcat_flash", "qk_rope_head_dim": 64})[1] == "match"
+
+
+def test_a_rotated_block_at_the_end_of_the_head_is_seen_there() -> None:
+    """Mistral-4's rope sub-head follows its 64 unrotated channels: ropekit serves that sub-head as the
+    table's head (a table over the whole head would put the rotated block at channel 0)."""
+    _, _, seen = observe({"model_type": "mistral4"}, seq_lens=[4096])
+    rotating = [layer for layer in seen if layer.kind == "rotates"]
+    assert {(layer.first_channel, layer.rotary_dim, layer.head_dim) for layer in rotating} == {(64, 64, 128)}
+    table = ropekit.load({"model_type": "mistral4", "qk_rope_head_dim": 64}).table
+    assert (table.head_dim, table.rotary_dim) == (64, 64)
+    assert compare(seen, {"model_type": "mistral4", "qk_rope_head_dim": 64})[1] == "match"
