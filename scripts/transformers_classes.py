@@ -28,6 +28,13 @@ Per model_type:
   and ``layout`` name the one that fits, ``section`` is the module's own section when the config
   states none (``null``: it has none). A module no composition fits is ``"composition":
   "unknown"`` (ropekit then refuses its multimodal positions by name).
+- ``renames`` (``composite``): text ``model_type`` names the wrapper builds as another class
+  (EXAONE-4.5's ``exaone4_5_text`` is ``exaone4``), observed by stating each; ``"*"``: any name
+  transformers does not know is built as that class.
+- ``text_defaults`` (``composite``): the keys ropekit reads that the wrapper's own defaults set in the
+  language model it builds when the config has no ``text_config``, where they differ from the text
+  class's defaults, and the head widths it sets (Voxtral, Mistral-3); ``text_defaults_merged``: those
+  it lays under a stated ``text_config`` too (Voxtral).
 - ``own_keys`` (``composite``): keys a wrapper whose own code rotates no query or key sets for a
   rotary module of its own (MusicFlamingo's audio time embedding): they are not its text model's.
 - ``flat_scaling``: for classes with rope parameters per layer type, the ``layer_types`` a v4 flat
@@ -41,6 +48,9 @@ Per model_type:
   ``pattern`` repeated over the layers (``null``: none was found), and the config ``keys`` that
   change it (each with its ``default`` and the ``patterns`` per value), observed by building the
   class at many layer counts with each candidate key changed.
+- ``pairing``: ``gptj`` where an MLA class's code rotates interleaved pairs of the rope sub-head its
+  projection writes whatever the config's ``rope_interleave`` says (observed by the probe in the
+  projection's frame, on the default config and with ``rope_interleave`` flipped).
 - ``unread``: geometry keys the class's config declares but its own rotary module is observed not
   to follow (``rotary_dim`` of MiniMax-M3-VL's text model): ropekit does not read them either.
 - ``spellings``: which top-level keys (of ``rope_keys``: every key some config class's
@@ -74,11 +84,13 @@ ROPE_FIELDS = frozenset({"rope_parameters", "rope_scaling", "rope_theta", "rotar
                          "rotary_emb_base", "qk_rope_head_dim", "partial_rotary_factor"})
 """A config class declaring any of these fields carries RoPE parameters."""
 ROTATES = re.compile(
-    r"\b(apply_rotary_pos_emb\w*|rotate_half|rotate_every_two|\w*RotaryEmbedding|apply_rotary_emb\w*)\b"
+    r"\b(apply_rotary_pos_emb\w*|rotate_half|rotate_every_two|\w*RotaryEmbedding|apply_rotary_emb\w*|"
+    r"apply_rotary_position_embeddings)\b"  # the last: RoFormer's own (sinusoidal tables, rotated interleaved)
 )
 ROTATES_QUERIES = re.compile(r"\bapply_rotary_pos_emb\b")
 """The function every transformers attention that rotates its queries and keys calls."""
-TEXT_KEYS = ("text_config", "language_config", "llm_config", "thinker_config", "decoder_config", "text_encoder")
+TEXT_KEYS = ("text_config", "language_config", "llm_config", "thinker_config", "decoder_config", "text_encoder",
+             "vlm_config")  # the last: retrieval wrappers (ColPali, ColQwen2) around a whole VLM
 """Sub-config keys that hold a wrapper's language model, in the order they are looked for."""
 NO_ROPE_REASONS = (
     (re.compile(r"\balibi\b", re.I), "ALiBi attention biases"),
@@ -135,6 +147,10 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
             inner = getattr(built, text_key, None)
             if inner is not None and getattr(inner, "model_type", None):
                 entry["text_type"] = inner.model_type
+                entry.update(_text_defaults(config_class, text_key, inner, read_keys))
+                renames = _renames(config_class, text_key)
+                if renames:
+                    entry["renames"] = renames
             if fields & ROPE_FIELDS:  # the wrapper's own rope (a time embedding of audio features)
                 entry["own_keys"] = sorted(key for key in read_keys if key not in ("model_type", text_key)
                                            and getattr(built, key, None) is not None)
@@ -142,11 +158,13 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
             pass
         return entry
     if ROTATES.search(source) or (fields & ROPE_FIELDS and not source):
-        entry = {"kind": "rope", "defaults": _defaults(config_class, read_keys, aliases)}
+        entry = {"kind": "rope", "defaults": {**_defaults(config_class, read_keys, aliases),
+                                              **_global_head_dim(config_class)}}
         observed = {"theta": _class_theta(config_class), "rope_block": _class_rope_block(config_class),
                     "rope_blocks": _class_rope_blocks(config_class),
                     "flat_scaling": _flat_scaling(config_class), "folds": _folds(config_class),
-                    "last_layer": _last_layer(config_class), "unread": _unread(config_class)}
+                    "last_layer": _last_layer(config_class), "unread": _unread(config_class),
+                    "pairing": _pairing(model_type, config_class)}
         entry.update((name, fact) for name, fact in observed.items() if fact)  # a base is never 0
         entry.update(_key_facts(config_class))  # an empty spelling list is a fact too: nothing converted
         plan = _layer_plan(config_class, observed["last_layer"])
@@ -165,6 +183,118 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
         if fields & ROPE_FIELDS:
             reason += " (its config class declares RoPE parameters that no layer applies)"
     return {"kind": "no_rope", "reason": reason}
+
+
+def _global_head_dim(config_class: type) -> dict[str, int]:
+    """``{"global_head_dim": width}`` for a class that widens its full-attention layers' heads by a
+    default of its own code rather than of a dataclass field (Gemma-4's ``kwargs.pop("global_head_dim",
+    512)`` into ``per_layer_config``): observed on default instances of two sizes, where every
+    ``full_attention`` layer gets the same head width, other than ``head_dim``, whatever the size."""
+    if dataclasses.is_dataclass(config_class) and any(
+            field.name == "global_head_dim" for field in dataclasses.fields(config_class)):
+        return {}  # a field: _defaults has it
+    widths = set()
+    for sizes in ({}, {"hidden_size": 1024, "num_attention_heads": 4, "num_hidden_layers": 12}):
+        try:
+            saved = config_class(**sizes).to_dict()
+        except Exception:
+            return {}
+        per_layer, types = saved.get("per_layer_config"), saved.get("layer_types")
+        if not isinstance(per_layer, dict) or not isinstance(types, list):
+            return {}
+        by_index = {int(key): value for key, value in per_layer.items() if str(key).isdigit() and isinstance(value, dict)}
+        full = {by_index.get(index, {}).get("head_dim") for index, name in enumerate(types) if name == "full_attention"}
+        width = next(iter(full)) if len(full) == 1 else None
+        if not isinstance(width, int) or width == saved.get("head_dim"):
+            return {}
+        widths.add(width)
+    return {"global_head_dim": widths.pop()} if len(widths) == 1 else {}
+
+
+def _renames(config_class: type, text_key: str) -> dict[str, str]:
+    """The language-model ``model_type`` names a wrapper replaces by another when a config states
+    them (EXAONE-4.5 first released its text model as ``exaone4_5_text``, which its class now builds as
+    ``exaone4``). Observed: each name-like string of the configuration module that is no model_type
+    of this transformers is stated as the text config's ``model_type``, and the class's built one kept
+    where it differs."""
+    import inspect
+
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    try:
+        source = inspect.getsource(sys.modules[config_class.__module__])
+    except (OSError, TypeError, KeyError):
+        return {}
+    def built_as(name: str) -> str | None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                built = getattr(config_class(**{text_key: {"model_type": name}}), text_key)
+        except Exception:
+            return None
+        kind = getattr(built, "model_type", name)
+        return kind if kind != name else None
+
+    anything = built_as("ropekit_no_such_model_type")
+    if anything is not None:  # the wrapper builds its one text class whatever an unknown name says (Step-3.5)
+        return {"*": anything}
+    found: dict[str, str] = {}
+    for name in sorted(set(re.findall(r"[\"']([a-z][a-z0-9_]*_[a-z0-9_]+)[\"']", source)) - set(CONFIG_MAPPING_NAMES)):
+        kind = built_as(name)
+        if kind is not None:
+            found[name] = kind
+    return found
+
+
+def _text_defaults(config_class: type, text_key: str, inner: Any, read_keys: frozenset[str]) -> dict[str, Any]:
+    """What a wrapper's own defaults put into the language model it builds, where ropekit would not
+    find them from the text class alone: ``text_defaults``, the keys ropekit reads as the wrapper builds
+    its default language model (no ``text_config``), where they differ from the text class's own
+    defaults, and every head width it sets (Voxtral's text model has base 1e8, head_dim 128 and 30
+    layers; Mistral-3's base 1e9); ``text_defaults_merged``, those of them the wrapper also lays under
+    a ``text_config`` the config states (Voxtral does, for old configs; most wrappers do not): observed
+    by stating one that names only its model_type and a doubled ``hidden_size``, so a width derived from
+    the hidden size is not taken for a constant."""
+    try:
+        plain = type(inner)().to_dict()
+        mine = inner.to_dict()
+    except Exception:
+        return {}
+    wanted = read_keys - {"model_type", "text_config", "layer_types", "rope_scaling"}
+    widths = {"head_dim", "global_head_dim", "qk_rope_head_dim", "qk_nope_head_dim", "kv_channels"}
+    found = {key: mine[key] for key in sorted(wanted)
+             if mine.get(key) is not None and _jsonable(mine[key]) and (mine.get(key) != plain.get(key) or key in widths)}
+    block = found.pop("rope_parameters", None)
+    if isinstance(block, dict):
+        if set(block) <= {"rope_theta", "rope_type"} and block.get("rope_type", "default") == "default":
+            found["rope_theta"] = block["rope_theta"]
+        else:
+            found["rope_parameters"] = block
+    if not found or all(key in widths and mine.get(key) == plain.get(key) for key in found):
+        return {}
+    facts: dict[str, Any] = {"text_defaults": found}
+    hidden = mine.get("hidden_size")
+    try:
+        stated = {"model_type": inner.model_type, **({"hidden_size": 2 * hidden} if isinstance(hidden, int) else {})}
+        again = getattr(config_class(**{text_key: stated}), text_key).to_dict()
+    except Exception:
+        return facts
+    again_block = again.get("rope_parameters")
+    if isinstance(again_block, dict) and set(again_block) <= {"rope_theta", "rope_type"}:
+        again = {**again, "rope_theta": again_block.get("rope_theta")}
+    merged = {key: value for key, value in found.items() if key != "hidden_size" and again.get(key) == value
+              and (key in widths or plain.get(key) != value)
+              and (key != "rope_theta" or plain.get("rope_parameters", {}).get("rope_theta") != value)}
+    if "hidden_size" in found:  # the hidden size itself: stated a text_config naming only its model_type
+        try:
+            alone = getattr(config_class(**{text_key: {"model_type": inner.model_type}}), text_key).to_dict()
+        except Exception:
+            alone = {}
+        if alone.get("hidden_size") == found["hidden_size"] != plain.get("hidden_size"):
+            merged["hidden_size"] = found["hidden_size"]
+    if merged:
+        facts["text_defaults_merged"] = merged
+    return facts
 
 
 def _default_rope_parameters(config_class: type) -> dict[str, Any] | None:
@@ -634,6 +764,41 @@ def _unread(config_class: type) -> list[str]:
             continue
         widths.add((sizes[0], sizes[1]))
     return unread + (["rotary_dim"] if widths and all(first == second for first, second in widths) else [])
+
+
+def _pairing(model_type: str, config_class: type) -> str | None:
+    """``gptj`` for an MLA class (one whose default config has a ``qk_rope_head_dim``) whose code
+    rotates interleaved pairs ``(2j, 2j+1)`` of the rope sub-head its projection writes, whatever the
+    config's ``rope_interleave`` says (DeepSeek-V3.2, GLM-5: ``apply_rotary_pos_emb_interleave``, which
+    writes them half-split). Observed, not read: ``ropekit.engines.probe.observe`` runs the class on its
+    default config, and on it with ``rope_interleave`` flipped, and traces each rotated query channel
+    back to the projection that produced it; one layout seen both times, in that input frame, is the
+    fact. ``None``: not MLA, the config decides (DeepSeek-V3 reads ``rope_interleave``), or not observed."""
+    from ropekit.engines.probe import observe
+
+    if "interleave" not in _modeling_sources(config_class):
+        return None  # no interleaving code at all: the config's rope_interleave (or the family) decides
+    try:
+        built = config_class()
+    except Exception:
+        return None
+    if not isinstance(getattr(built, "qk_rope_head_dim", None), int):
+        return None
+    seen: set[str] = set()
+    default = getattr(built, "rope_interleave", None)
+    for interleave in (None, not default if isinstance(default, bool) else False):
+        config = {"model_type": model_type, **({} if interleave is None else {"rope_interleave": interleave})}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _, _, layers = observe(config, seq_lens=[4096])
+        except Exception:
+            return None
+        rotating = [layer for layer in layers if layer.kind == "rotates"]
+        if not rotating or any(layer.frame != "input" for layer in rotating):
+            return None
+        seen.update(layer.layout for layer in rotating)
+    return "gptj" if seen == {"gptj"} else None
 
 
 def _ignores_partial(config_class: type) -> bool:

@@ -46,6 +46,14 @@ class ClassFacts(NamedTuple):
     rope_block: Mapping[str, Any] | None = None
     """The rope block (without its base) the class uses when a config states none, when it is
     more than plain RoPE."""
+    renames: Mapping[str, str] = MappingProxyType({})
+    """Text ``model_type`` names the wrapper builds as another class (EXAONE-4.5: ``exaone4_5_text`` is
+    ``exaone4``); ``"*"``: any name unknown to transformers is built as that class."""
+    text_defaults: Mapping[str, Any] = MappingProxyType({})
+    """A wrapper's defaults for the language model it builds when the config has no ``text_config``,
+    where they differ from the text class's own (Voxtral's base 1e8)."""
+    text_defaults_merged: Mapping[str, Any] = MappingProxyType({})
+    """Those of :attr:`text_defaults` the wrapper also lays under a ``text_config`` the config states (Voxtral)."""
     own_keys: frozenset[str] = frozenset()
     """A wrapper's keys that configure a rotary module of its own, not its text model's (MusicFlamingo's
     audio time embedding): they are not read from the top level as the text model's."""
@@ -73,6 +81,9 @@ class ClassFacts(NamedTuple):
     rope_blocks: Mapping[str, Mapping[str, Any] | None] | None = None
     """For a class keeping rope parameters per layer type: each type's default block without its base,
     where one is more than plain RoPE (``None`` for a type: it applies none)."""
+    pairing: str | None = None
+    """``gptj``: the class's code rotates interleaved pairs of its MLA rope sub-head whatever the
+    config's ``rope_interleave`` says (observed in the frame of the projection's channels)."""
     layer_plan: Mapping[str, Any] | None = None
     """The layer plan the config class builds when a config states no ``layer_types``: ``pattern``
     (repeated over the layers; ``None``: no repetition ropekit derived) and ``keys``, the config keys
@@ -175,6 +186,9 @@ def class_facts(model_type: str) -> ClassFacts | None:
         theta=MappingProxyType(dict(entry["theta"])) if isinstance(entry.get("theta"), dict) else entry.get("theta"),
         rope_block=MappingProxyType(dict(entry["rope_block"])) if entry.get("rope_block") else None,
         own_keys=frozenset(entry.get("own_keys", ())),
+        text_defaults=MappingProxyType(dict(entry.get("text_defaults", {}))),
+        renames=MappingProxyType(dict(entry.get("renames", {}))),
+        text_defaults_merged=MappingProxyType(dict(entry.get("text_defaults_merged", {}))),
         unread=frozenset(entry.get("unread", ())),
         folds=entry.get("folds"),
         last_layer=entry.get("last_layer"),
@@ -182,6 +196,7 @@ def class_facts(model_type: str) -> ClassFacts | None:
         spellings=_spelling_table(entry.get("spellings")),
         spellings_beside_block=_spelling_table(entry.get("spellings_beside_block")),
         reads=frozenset(entry.get("reads", ())),
+        pairing=entry.get("pairing"),
         layer_plan=MappingProxyType(dict(entry["layer_plan"])) if entry.get("layer_plan") else None,
         rope_blocks=MappingProxyType({name: None if block is None else MappingProxyType(dict(block))
                                       for name, block in entry["rope_blocks"].items()})

@@ -228,6 +228,7 @@ def parse_config(
         _check_nested_types(plan.layer_types, raw_blocks, no_rope_types, source_path)
 
     _warn_ignored(view, family)
+    _warn_widthless(view, blocks)
     judge(lookalikes, functools.partial(_served, view, blocks, source), strict=strict)
     return ParsedConfig(blocks, plan.layer_types, frozenset(no_rope_types), plan.no_rope_layers,
                         view.path("num_hidden_layers"))
@@ -367,6 +368,8 @@ _UNSERVED: Mapping[str, tuple[object, str]] = {
     "original_rope": (True, "ChatGLM's code implements only original_rope true"),
     "rotary": (True, "GPT-J's code always rotates; false is not a configuration its code has"),
     "rope_position_scale": (1.0, "Phi-3-small's position scale other than 1 is not served by ropekit"),
+    "rotary_value": (False, "RoFormer's code then rotates the attention values too (apply_rotary_position_embeddings "
+                     "with value_layer); a table says what rotates queries and keys, so a forward would miss it"),
 }
 
 
@@ -491,9 +494,43 @@ def _block(view: ConfigView, family: Family, layer_type: str, path: str, block: 
         section,
         interleaved,
         composition,
-        layout_of(family, view.get("rope_interleave")),
+        _layout(view, family),
         view=view,
     )
+
+
+_WIDTH_KEYS = ("head_dim", "global_head_dim", "hidden_size", "num_attention_heads", "qk_rope_head_dim",
+               "qk_nope_head_dim", "kv_channels")
+"""Keys a head's width is read from; a config stating none of them is served its class's default widths."""
+
+
+def _warn_widthless(view: ConfigView, blocks: tuple[RopeBlock, ...]) -> None:
+    """A config that states no width at all is served the widths its class defaults to, as the class
+    runs it; since nothing in the config confirms them, a warning names ``head_dim`` and the values taken."""
+    if not blocks or any(view.get(key) is not None and not view.defaulted(key) for key in _WIDTH_KEYS):
+        return
+    taken = ", ".join(f"{block.layer_type} head_dim {block.geometry.head_dim} rotating {block.geometry.rotary_dim}"
+                      for block in blocks)
+    warnings.warn(f"{view.path('head_dim')}: the config states no width (head_dim, hidden_size, num_attention_heads); "
+                  f"served as {view.get('model_type')}'s class defaults give it: {taken}", UserWarning, stacklevel=4)
+
+
+def _layout(view: ConfigView, family: Family) -> Layout:
+    """How the config's code pairs channels: a class observed to interleave its rope sub-head whatever
+    ``rope_interleave`` says (DeepSeek-V3.2, GLM-5) is served so, and a stated ``rope_interleave`` that
+    says otherwise is named in a warning (its code does not read it); else ``rope_interleave`` over the
+    family's layout."""
+    facts = facts_for(view)
+    if facts is not None and facts.pairing in ("neox", "gptj"):
+        pairing: Layout = "gptj" if facts.pairing == "gptj" else "neox"
+        stated = None if view.defaulted("rope_interleave") else view.get("rope_interleave")
+        if stated is not None and layout_of(family, stated) != pairing:
+            warnings.warn(f"{view.path('rope_interleave')}: {stated!r} is not read by {view.get('model_type')}'s "
+                          f"code, which rotates {'interleaved' if pairing == 'gptj' else 'rotate-half'} pairs of its "
+                          f"rope sub-head whatever it says (observed on transformers {transformers_version()}); "
+                          f"ropekit serves {pairing}", UserWarning, stacklevel=6)
+        return pairing
+    return layout_of(family, view.get("rope_interleave"))
 
 
 def _join(path: str, name: str) -> str:
@@ -711,9 +748,10 @@ def _head_dim_and_factor(
 ) -> tuple[tuple[int, str], tuple[float, str]]:
     """``((head_dim, its path), (partial_rotary_factor, its path))`` for one layer type.
 
-    MLA models (DeepSeek, Mistral-4) rotate ``qk_rope_head_dim`` channels. DeepSeek states no
-    partial_rotary_factor: the rotated head is ``qk_rope_head_dim``. Mistral-4 states one over the
-    whole head (``qk_nope_head_dim + qk_rope_head_dim``); it must then give ``qk_rope_head_dim``.
+    MLA models (DeepSeek, Mistral-4) rotate ``qk_rope_head_dim`` channels, a sub-head after the
+    ``qk_nope_head_dim`` unrotated ones: the table's head is that sub-head. DeepSeek states no
+    partial_rotary_factor. Mistral-4 states one over the whole head (``qk_nope_head_dim +
+    qk_rope_head_dim``); it must then give ``qk_rope_head_dim``.
     """
     default_factor_path = view.path("partial_rotary_factor")
     if view.get("qk_rope_head_dim") is None:
@@ -742,7 +780,10 @@ def _head_dim_and_factor(
             f"int(head_dim {whole} * {factor}) = {int(whole * factor)} rotated channels, but qk_rope_head_dim "
             f"is {rope}; they must agree",
         )
-    return (whole, whole_path), (factor, factor_path)
+    # the factor over the whole head names the rope sub-head (Mistral-4): the class rotates that sub-head,
+    # which follows the unrotated one, with frequencies over its width; ropekit serves the sub-head as the
+    # table's head, as for DeepSeek (a table over the whole head would put the rotated block first)
+    return (rope, rope_path), (1.0, default_factor_path)
 
 
 def _warn_unread_factor(view: ConfigView, where: str) -> None:

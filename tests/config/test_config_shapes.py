@@ -219,7 +219,9 @@ def test_mla_rotary_dim_with_and_without_partial_factor() -> None:
     mistral4: dict[str, Any] = {**deepseek, "qk_nope_head_dim": 64, "rope_parameters": {"rope_type": "default",
                                                                        "partial_rotary_factor": 0.5}}
     table = ropekit.load(mistral4).table
-    assert (table.head_dim, table.rotary_dim) == (128, 64)
+    # the factor over the whole 128-channel head names the 64-channel rope sub-head after the unrotated one:
+    # served as the table's head, as DeepSeek's (issue #31: a table over 128 would rotate channels 0..63)
+    assert (table.head_dim, table.rotary_dim) == (64, 64)
     mistral4["rope_parameters"]["partial_rotary_factor"] = 0.25
     with pytest.raises(ropekit.RopeConfigError, match="qk_rope_head_dim is 64") as caught:
         ropekit.load(mistral4)
