@@ -10,13 +10,18 @@ Each step hands its result down; none calls back up.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
+import attrs
+
 from .config.families import READ_KEYS
+from .config.identify import language_model
 from .config.parse import RopeBlock, parse_config
 from .config.source import read_config
 from .config.validation import validate_params
@@ -69,6 +74,12 @@ def load(
     """
     config, origin = read_config(source)
     registry = registry or default_registry()
+    wrapped = language_model(config)
+    if wrapped is not None:  # a wrapper keeping its language model under its own key: load that, paths kept
+        inner, prefix = wrapped
+        with _under(prefix):
+            model = load(inner, strict=strict, registry=registry)
+        return attrs.evolve(model, source=origin)
     parsed = parse_config(config, strict=strict, plugin_family=functools.partial(plugin_family, registry))
     tables = {
         block.layer_type: build_table(block, registry.loaded(block.rope_type, path=block.rope_type_path), strict=strict)
@@ -82,6 +93,22 @@ def load(
         no_rope_types=parsed.no_rope_types,
         no_rope_layers=parsed.no_rope_layers,
     )
+
+
+@contextlib.contextmanager
+def _under(prefix: str) -> Iterator[None]:
+    """Errors and warnings about a wrapped language model's config name its keys where the wrapper
+    keeps them (``thinker_config.text_config.rope_theta``)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        except RopeConfigError as error:
+            error.path = prefix + error.path if error.path else prefix.rstrip(".")
+            error.args = (f"{error.path}: {error.problem}",)
+            raise
+    for warning in caught:
+        warnings.warn_explicit(f"{prefix}{warning.message}", warning.category, warning.filename, warning.lineno)
 
 
 def build_table(block: RopeBlock, loaded: LoadedScheme, *, strict: bool = True) -> RopeTable:

@@ -61,6 +61,9 @@ FAMILIES: Mapping[str, Family] = {
     # interleaved pairs, base 10000 hard-coded (modeling_gptj.py / modeling_codegen.py)
     "gptj": _GPTJ,
     "codegen": _GPTJ,
+    # RoFormer: sinusoidal tables over hidden_size // num_attention_heads, base 10000 in its code, applied to
+    # interleaved pairs (modeling_roformer.py: create_weight, apply_rotary_position_embeddings)
+    "roformer": _GPTJ,
     # GLM: half the head, interleaved (configuration_glm.py setdefault 0.5; modeling_glm.py rotate_half over 0::2, 1::2)
     "glm": _INTERLEAVED_HALF,
     "glm4": _INTERLEAVED_HALF,
@@ -227,7 +230,7 @@ READ_KEYS = frozenset({
     # GPT-NeoX / Qwen v1 / GPT-J / CodeGen / MiniMax / ChatGLM / Phi-3-small names for the same facts
     "rotary_pct", "rotary_emb_base", "rotary_dim", "rotary", "n_embd", "n_head", "n_layer", "n_positions",
     "num_layers", "kv_channels", "rope_ratio", "original_rope", "seq_length", "use_dynamic_ntk", "use_logn_attn",
-    "rope_embedding_base", "rope_position_scale",
+    "rope_embedding_base", "rope_position_scale", "rotary_value",
     # which layers rotate
     "no_rope_layers", "no_rope_layer_interval", "attn_type_list", "full_attention_interval", "full_attn_idxs",
     "attn_layer_indices", "alibi", "position_embedding_type", "use_mem_rope",

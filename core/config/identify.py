@@ -23,7 +23,7 @@ from .classes import ClassFacts, class_facts, transformers_version
 from .families import REMOTE_FAMILIES, Family
 from .remote import ARCHITECTURES
 
-__all__ = ["Identity", "identify"]
+__all__ = ["Identity", "identify", "language_model"]
 
 Origin = Literal["stated", "transformers", "remote", "plugin", "guessed"]
 
@@ -54,16 +54,25 @@ def identify(config: Mapping[str, Any], *, strict: bool, plugin_family: FamilyLo
     outer = _model_type(config, "model_type")
     text = config.get("text_config")
     inner = _model_type(text, "text_config.model_type") if isinstance(text, Mapping) else None
+    wrapper = class_facts(outer) if outer is not None and inner is not None else None
+    if wrapper is not None and wrapper.renames:  # the wrapper's class builds that name as another
+        renamed = wrapper.renames.get(str(inner))
+        if renamed is None and "*" in wrapper.renames and class_facts(str(inner)) is None:
+            renamed = wrapper.renames["*"]
+        inner = renamed or inner
     if outer is None and inner is None:
         return _unnamed(config, strict)
     effective, path = (inner, "text_config.model_type") if inner is not None else (outer, "model_type")
     wrapper_keys: frozenset[str] = frozenset()
+    wrapper_defaults: Mapping[str, Any] = _EMPTY
     if outer is not None:
         known = _knowledge(outer, "model_type", strict, plugin_family)
         facts = known[1] if known is not None else None
         if facts is not None and facts.kind == "composite":
             _check_text_key(config, outer, facts)
             wrapper_keys = facts.own_keys
+            # what the wrapper builds its language model with: its own defaults, or those it lays under a stated one
+            wrapper_defaults = facts.text_defaults_merged if isinstance(text, Mapping) else facts.text_defaults
             if inner is None and facts.text_type is not None:
                 effective, path = facts.text_type, "model_type"
         elif known is None and inner is None:
@@ -85,7 +94,14 @@ def identify(config: Mapping[str, Any], *, strict: bool, plugin_family: FamilyLo
         family = Family(partial_rotary_factor=declared.partial_rotary_factor, layout=declared.layout,
                         no_rope_layer_types=declared.no_rope_layer_types)
         return Identity(effective, origin, declared.defaults, family, wrapper_keys)
+    if wrapper_defaults and facts is not None and effective == (_text_type_of(outer) or effective):
+        defaults = {**defaults, **wrapper_defaults}
     return Identity(effective, origin, defaults, wrapper_keys=wrapper_keys)
+
+
+def _text_type_of(model_type: str | None) -> str | None:
+    facts = class_facts(model_type) if model_type is not None else None
+    return facts.text_type if facts is not None else None
 
 
 def _unnamed(config: Mapping[str, Any], strict: bool) -> Identity:
@@ -147,6 +163,31 @@ def _knowledge(
         UserWarning, stacklevel=5,
     )
     return None
+
+
+def language_model(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], str] | None:
+    """``(sub-config, its path prefix)`` for a wrapper that keeps its language model under a key other
+    than ``text_config`` (Qwen2.5-Omni's ``thinker_config``, ColPali's ``vlm_config``), as its class
+    builds it: the stated sub-config (named with the wrapper's default model_type when it names none),
+    else the wrapper's default language model. ``None``: not such a wrapper. A key of the wrapper's
+    own top level that bears on RoPE is refused: its code reads the language model's, not the wrapper's."""
+    outer = config.get("model_type")
+    facts = class_facts(outer) if isinstance(outer, str) else None
+    if facts is None or facts.kind != "composite" or facts.text in (None, "text_config"):
+        return None
+    assert facts.text is not None
+    inner = config.get(facts.text)
+    if inner is not None and not isinstance(inner, Mapping):
+        raise RopeConfigError(facts.text, f"expected an object, got {type(inner).__name__}")
+    if facts.text_type is None and (inner is None or inner.get("model_type") is None):
+        raise RopeConfigError(f"{facts.text}.model_type", f"missing: {outer!r} names no default language model, "
+                              "so ropekit cannot tell which code runs it")
+    named = {"model_type": facts.text_type} if facts.text_type is not None else {}
+    if inner is None:
+        return MappingProxyType({**named, **facts.text_defaults}), facts.text + "."
+    if inner.get("model_type") is None:
+        return MappingProxyType({**named, **inner}), facts.text + "."
+    return inner, facts.text + "."
 
 
 def _check_text_key(config: Mapping[str, Any], model_type: str, facts: ClassFacts) -> None:

@@ -77,12 +77,18 @@ def test_remote_code_without_model_type_is_identified_by_its_class_or_refused() 
         assert ropekit.load(unknown, strict=False).table.rotary_dim == 64
 
 
-def test_a_wrapper_keeping_its_language_model_elsewhere_is_refused() -> None:
+def test_a_wrapper_keeping_its_language_model_elsewhere_is_served_from_there() -> None:
+    """Qwen2.5-Omni's language model is its thinker's text model: served from there (its 3-axis sections
+    by its class default), and a problem in it is named where the wrapper keeps it."""
     facts = class_facts("qwen2_5_omni")
     assert facts is not None and facts.kind == "composite" and facts.text == "thinker_config"
+    text = {**LLAMA, "hidden_size": 512}  # a 128-channel head: the class's default sections [16, 24, 24] fit
+    table = ropekit.load({"model_type": "qwen2_5_omni", "thinker_config": {"text_config": text}}).table
+    assert table.mrope_section == (16, 24, 24) and table.head_dim == 128
     with pytest.raises(ropekit.RopeConfigError) as caught:
         ropekit.load({"model_type": "qwen2_5_omni", "thinker_config": {"text_config": LLAMA}})
-    assert caught.value.path == "thinker_config" and "does not read" in str(caught.value)
+    assert caught.value.path == "thinker_config.text_config.rope_scaling.mrope_section"
+    assert str(caught.value).startswith("thinker_config.text_config.rope_scaling.mrope_section: sections")
 
 
 # --- code without RoPE ---------------------------------------------------------------------------
@@ -250,7 +256,8 @@ def test_llava_text_config_relies_on_its_class_defaults() -> None:
     """LLaVA-1.5's text_config states no hidden_size, heads or theta: LlamaConfig's defaults apply."""
     config = _published("llava-1.5-7b-hf.json")
     assert "hidden_size" not in config["text_config"]
-    table = ropekit.load(config).table
+    with pytest.warns(UserWarning, match=r"^text_config\.head_dim: the config states no width .*head_dim 128"):
+        table = ropekit.load(config).table  # served as the class runs it, and said: nothing stated confirms it
     assert (table.head_dim, table.rotary_dim, table.geometry.max_position_embeddings) == (128, 128, 4096)
     np.testing.assert_allclose(table.inv_freq, _plain(1e4, 128), rtol=1e-15)
 
@@ -259,4 +266,4 @@ def test_no_warning_for_a_config_that_states_only_what_is_read(tmp_path: Path) -
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ropekit.load(PUBLISHED / "glm-4-9b-chat.json")
-        ropekit.load(PUBLISHED / "llava-1.5-7b-hf.json")
+        ropekit.load(PUBLISHED / "qwen2.5-vl-7b-instruct.json")
