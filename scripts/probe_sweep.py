@@ -146,7 +146,68 @@ def _key_variants(model_type: str, built: Any, saved: dict[str, Any]) -> dict[st
         found["v4_ignored"] = {**bare, **ignored}
     if facts.get("layer_plan") and "layer_types" in saved:
         found["minimal"] = {key: value for key, value in saved.items() if key != "layer_types"}
+    found.update(_sizes_only(model_type, built))
+    changed = _keys_changed(saved)
+    if changed is not None:
+        found["keys_changed"] = changed
+    found.update(_v4_written(model_type))
     return found
+
+
+def _sizes_only(model_type: str, built: Any) -> dict[str, dict[str, Any]]:
+    """``sizes_only``: the model_type and its sizes, everything else left to the class: the hidden size
+    doubled (a head width derived from it follows; a fixed one does not) and six layers (the class's
+    own layer plan at another count)."""
+    hidden = getattr(built, "hidden_size", None)
+    heads = getattr(built, "num_attention_heads", None)
+    if not isinstance(hidden, int) or not isinstance(heads, int) or isinstance(hidden, bool) or heads <= 0:
+        return {}
+    return {"sizes_only": {"model_type": model_type, "hidden_size": 2 * hidden, "num_attention_heads": heads,
+                           "num_hidden_layers": 6}}
+
+
+def _keys_changed(saved: dict[str, Any]) -> dict[str, Any] | None:
+    """``keys_changed``: the saved config with every RoPE value it states set to another valid one: each
+    base tripled, a partial rotary factor moved (0.5, or 0.25 from 0.5), ``rope_interleave`` flipped,
+    a stated ``head_dim`` doubled. ``None``: it states none of them."""
+    changed = json.loads(json.dumps(saved))
+    touched = False
+
+    def change(block: dict[str, Any]) -> None:
+        nonlocal touched
+        if isinstance(block.get("rope_theta"), (int, float)) and not isinstance(block["rope_theta"], bool):
+            block["rope_theta"] = float(block["rope_theta"]) * 3
+            touched = True
+        factor = block.get("partial_rotary_factor")
+        if isinstance(factor, (int, float)) and not isinstance(factor, bool):
+            block["partial_rotary_factor"] = 0.25 if factor == 0.5 else 0.5
+            touched = True
+
+    block = changed.get("rope_parameters")
+    if isinstance(block, dict):
+        nested = [value for value in block.values() if isinstance(value, dict)]
+        for each in nested or [block]:
+            change(each)
+    change(changed)
+    if isinstance(changed.get("rope_interleave"), bool):
+        changed["rope_interleave"] = not changed["rope_interleave"]
+        touched = True
+    widths_tied = changed.get("qk_rope_head_dim") is not None or "mrope_section" in json.dumps(changed)
+    if isinstance(changed.get("head_dim"), int) and not isinstance(changed["head_dim"], bool) and not widths_tied:
+        changed["head_dim"] = 2 * changed["head_dim"]  # (an MLA or 3-axis head's width is tied to other keys)
+        touched = True
+    return changed if touched else None
+
+
+V4_CONFIGS = ROOT / "tests" / "data" / "probe" / "v4_configs.json"
+
+
+def _v4_written(model_type: str) -> dict[str, dict[str, Any]]:
+    """``v4_saved`` and ``v4_keys``: what transformers 4.57.1 writes for this class (``scripts/v4_configs.py``)."""
+    if not V4_CONFIGS.exists():
+        return {}
+    written: dict[str, dict[str, Any]] = json.loads(V4_CONFIGS.read_text())["configs"].get(model_type, {})
+    return written
 
 
 def _class_index(model_type: str) -> int:

@@ -701,6 +701,10 @@ def _read_factor(
     stated = [name for name in reading.keys_for("partial_rotary_factor", layer_type)
               if view.get(name) is not None and not view.defaulted(name)
               and not (name == "rotary_dim" and facts is not None and "rotary_dim" in facts.unread)]
+    if not stated:  # the class's own default for the first spelling it reads (CodeGen's rotary_dim 64), else the family's
+        stated = [name for name in reading.keys_for("partial_rotary_factor", layer_type)
+                  if view.get(name) is not None and not (name == "rotary_dim" and facts is not None
+                                                         and "rotary_dim" in facts.unread)][:1]
     if not stated:
         return (family.partial_rotary_factor, None) if family.partial_rotary_factor is not None else (1.0, None)
     name, where = stated[0], view.path(stated[0])

@@ -184,3 +184,15 @@ def test_a_config_stating_no_width_is_served_its_class_widths_with_a_warning() -
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert ropekit.load({"model_type": "llama", **WIDTH}).table.head_dim == 128
+
+
+# --- a class default of a key the class reads --------------------------------------------------------
+
+
+@pytest.mark.parametrize(("model_type", "head_dim", "rotary_dim"), [("codegen", 512, 64), ("gptj", 512, 64),
+                                                                     ("gpt_neox", 512, 128)])
+def test_a_read_key_left_to_the_class_gets_the_class_default(model_type: str, head_dim: int, rotary_dim: int) -> None:
+    """configuration_codegen.py / configuration_gptj.py: ``rotary_dim`` defaults to 64 (not the whole
+    head); configuration_gpt_neox.py: ``rotary_pct`` 0.25. A config stating only sizes gets them."""
+    table = ropekit.load({"model_type": model_type, "hidden_size": 8192, "num_attention_heads": 16}).table
+    assert (table.head_dim, table.rotary_dim) == (head_dim, rotary_dim)

@@ -137,3 +137,27 @@ def test_a_rotated_block_at_the_end_of_the_head_is_seen_there() -> None:
     table = ropekit.load({"model_type": "mistral4", "qk_rope_head_dim": 64}).table
     assert (table.head_dim, table.rotary_dim) == (64, 64)
     assert compare(seen, {"model_type": "mistral4", "qk_rope_head_dim": 64})[1] == "match"
+
+
+def test_roformer_rotates_with_the_table_ropekit_serves() -> None:
+    """RoFormer's attention is its own code (no attention interface, so the probe cannot capture it):
+    its own sinusoidal table and its own ``apply_rotary_position_embeddings`` rotate a random query and
+    key here, and ropekit's float32 cos/sin (gptj layout) with ``apply_rotary`` give the same states."""
+    import torch
+    from transformers import RoFormerConfig, RoFormerModel
+
+    published = json.loads((CONFIGS / "published" / "roformer-chinese-base-junnyu-2021-03.json").read_text())
+    config = RoFormerConfig(**{**published, "num_hidden_layers": 1, "vocab_size": 32})
+    model = RoFormerModel(config)
+    positions = [0, 1, 5, 77, config.max_position_embeddings - 1]
+    table = model.encoder.embed_positions.create_weight()[positions][None, None]  # [1, 1, positions, head]
+    attention = type(model.encoder.layer[0].attention.self)
+    generator = np.random.default_rng(0)
+    head = config.hidden_size // config.num_attention_heads
+    q, k = (generator.standard_normal((1, 1, len(positions), head)).astype(np.float32) for _ in range(2))
+    theirs = attention.apply_rotary_position_embeddings(table, torch.from_numpy(q), torch.from_numpy(k))
+    served = ropekit.load(published).table
+    cos, sin = served.cos_sin(positions, layout="gptj")
+    ours = ropekit.apply_rotary(q, k, cos, sin, layout="gptj")
+    for mine, reference in zip(ours, theirs):
+        np.testing.assert_allclose(mine, reference.numpy(), rtol=0, atol=2e-5)
