@@ -360,6 +360,7 @@ def test_few_tokens_and_chunks_give_the_general_paths_bits(model_type: str, monk
     layouts: list[Literal["neox", "gptj", "half"]] = (["neox"] if table.mrope_composition == "full_width"
                                                      else ["neox", "gptj", "half"])
     few = [np.stack([np.full(3, 40)] * n), np.stack([np.arange(16) + 7 * a for a in range(n)]),
+           np.stack([np.arange(16) + 300] * n), np.stack([np.arange(16) + 300] * n)[:, None],  # text tokens
            np.stack([np.full(64, 9)] + [9 + np.arange(64) % (a + 5) for a in range(1, n)]), np.full((n, 1), 123456)]
     many = [np.stack([np.arange(5000) + 3 * a for a in range(n)]), rng.integers(0, 60000, (n, 3000))]
     for layout in layouts:
@@ -368,6 +369,7 @@ def test_few_tokens_and_chunks_give_the_general_paths_bits(model_type: str, monk
             whole = [table.cos_sin(p, layout=layout, dtype=dtype, threads=1) for p in many]
             with monkeypatch.context() as patched:
                 patched.setattr(mrope, "small_axes", lambda *args: False)  # the general path only
+                patched.setattr(mrope, "_small_runs", lambda *args: None)
                 patched.setattr(axes, "CHUNK_TOKENS", 97)  # odd chunks
                 slow = [table.cos_sin(p, layout=layout, dtype=dtype) for p in few]
                 chunked = [table.cos_sin(p, layout=layout, dtype=dtype, threads=3) for p in many]
