@@ -375,3 +375,33 @@ def test_few_tokens_and_chunks_give_the_general_paths_bits(model_type: str, monk
                 chunked = [table.cos_sin(p, layout=layout, dtype=dtype, threads=3) for p in many]
             for got, want in zip(fast + whole, slow + chunked, strict=True):
                 assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("model_type", sorted(CASES))
+def test_decode_steps_at_kept_lows_and_text_tokens_are_exact(model_type: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decode step of a batch (every axis a run inside one block) takes the short path: its base rows
+    are kept per set of axis lows, and text tokens (every axis at the same positions) gather whole offset
+    rows. Called again, at new lows, and for text tokens, the values are the general path's bits and
+    within 5e-7 of float64."""
+    from ropekit.tables import mrope
+
+    table = _table(CASES[model_type])
+    n = table.mrope_axes
+    mapping = table._mrope_map(table.layout)
+    steps = [np.stack([np.arange(16) + 300] * n), np.stack([np.arange(16) + 301] * n),
+             np.stack([np.arange(16) + 300 + 5 * a for a in range(n)]), np.stack([np.arange(16) + 300] * n)[:, None],
+             np.stack([np.arange(64) * 3 + 70_000 + a for a in range(n)])]
+    for dtype in (np.float32, np.float64):
+        first = [table.cos_sin(p, dtype=dtype) for p in steps]
+        again = [table.cos_sin(p, dtype=dtype) for p in steps]  # from the kept base rows
+        with monkeypatch.context() as patched:
+            patched.setattr(mrope, "_small_runs", lambda *args: None)
+            patched.setattr(mrope, "small_axes", lambda *args: False)
+            general = [table.cos_sin(p, dtype=dtype) for p in steps]
+        for p, a, b, c in zip(steps, first, again, general, strict=True):
+            assert np.array_equal(a[0], c[0]) and np.array_equal(a[1], c[1])
+            assert np.array_equal(b[0], c[0]) and np.array_equal(b[1], c[1])
+            rows = p.reshape(n, -1)
+            angles = rows[mapping.axis].T.astype(np.float64) * table.inv_freq[mapping.freq]
+            cos = a[0].reshape(rows.shape[1], -1)
+            assert np.abs(cos - np.cos(angles) * table.attention_factor).max() <= 5e-7
