@@ -202,7 +202,8 @@ def mrope_cos_sin(
         small = _small_runs(mapping, positions, dtype, out, plans)
         if small is not None:
             return small
-        rows, lead = positions.reshape(mapping.axes, -1), positions.shape[1:]
+        rows: npt.NDArray[np.int64] | None = positions.reshape(mapping.axes, -1)
+        lead: tuple[int, ...] = positions.shape[1:]
     else:
         rows, lead = split_positions(positions, mapping.axes)
     full = plans.get("full")

@@ -199,8 +199,10 @@ class RopeTable:
             if small is not None:
                 return small
         if self.mrope_composition is not None:
-            return _mrope()(self.inv_freq, self.attention_factor, self._mrope_map(chosen), positions,
-                                 dtype=dtype, out=out, threads=threads, plans=self._mrope_plans())
+            served: tuple[npt.NDArray[Any], npt.NDArray[Any]] = _mrope()(
+                self.inv_freq, self.attention_factor, self._mrope_map(chosen), positions, dtype=dtype, out=out,
+                threads=threads, plans=self._mrope_plans())
+            return served
         if not isinstance(positions, (int, np.integer, range)) and _rank(positions) > 1:
             raise ArgumentError("positions", f"shape {np.shape(positions)}: several rows of positions are multimodal "
                                 f"(mrope) positions, but this {self.rope_type!r} table of layer type "
