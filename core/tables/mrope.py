@@ -250,8 +250,9 @@ def _small_runs(mapping: MropeMap, positions: npt.NDArray[np.int64], dtype: npt.
                 out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None,
                 plans: dict[Any, Any]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]] | None:
     """The decode step of a batch: at most :data:`SMALL_TOKENS` tokens of int64 positions whose every
-    axis is a run of 5 to 256 positions, the values :func:`small_axes` gives (each slot's run base row,
-    kept per set of lows, times its offset row), without the general path's conversions and checks.
+    axis is a run of 5 to 256 positions (or, for float32 and float64 output, one position), the values
+    :func:`small_axes` gives (each slot's run base row, kept per set of lows, times its offset row),
+    without the general path's conversions and checks.
     ``None`` when the call is not such a one, or before the first multimodal call on this layout
     (which sets up what this path reads): the general path serves or refuses it."""
     known = plans.get(("small", mapping.layout))
@@ -271,10 +272,14 @@ def _small_runs(mapping: MropeMap, positions: npt.NDArray[np.int64], dtype: npt.
     else:
         lows, highs = [min(row) for row in listed], [max(row) for row in listed]
     limit = full.limit
-    for low, high in zip(lows, highs, strict=True):
-        if low < 0 or high > limit or not DIRECT < high - low + 1 <= BLOCK:
-            return None
     chosen = _F32 if dtype is _F32_TYPE else out_dtype(dtype)
+    # an axis at one position (an image's temporal axis, a row's height) is served directly from float64,
+    # rounded once: exactly its run base row times offset row 0 (exp(0) = 1 + 0j), when the work dtype is
+    # the output's (float16 and bfloat16 take the direct value from complex128 instead)
+    single = chosen in (_F32, _F64)
+    for low, high in zip(lows, highs, strict=True):
+        if low < 0 or high > limit or not (DIRECT < high - low + 1 <= BLOCK or (single and high == low)):
+            return None
     width = mapping.freq.shape[0]
     shape = (*positions.shape[1:], width)
     if out is None:
@@ -287,7 +292,7 @@ def _small_runs(mapping: MropeMap, positions: npt.NDArray[np.int64], dtype: npt.
     return cos, sin
 
 
-_F32_TYPE, _F32 = np.float32, np.dtype(np.float32)
+_F32_TYPE, _F32, _F64 = np.float32, np.dtype(np.float32), np.dtype(np.float64)
 
 
 def _parts(inv_freq: npt.NDArray[np.float64], attention_factor: float, mapping: MropeMap,
