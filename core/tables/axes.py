@@ -31,13 +31,15 @@ from .workers import available_cores, run_all
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["CHUNK_TOKENS", "SMALL_TOKENS", "AxisPart", "Slots", "fill_axes", "small_axes"]
+__all__ = ["CHUNK_TOKENS", "DIRECT", "KEPT_BASES", "SMALL_TOKENS", "AxisPart", "Slots", "fill_axes", "run_slots",
+           "small_axes"]
 
 CHUNK_TOKENS = 1024
 """Tokens per chunk: a chunk's products and its row of pairs stay in the core's cache."""
 SMALL_TOKENS = 64
 """The most tokens :func:`small_axes` takes (a decode step, a few speculative tokens)."""
-_DIRECT = 4  # the text path evaluates this few positions directly
+DIRECT = 4
+"""The text path evaluates runs of this few positions directly (no tables)."""
 _ROWS_PER_THREAD = 2048  # as the text path: no thread gets fewer tokens
 
 
@@ -62,8 +64,8 @@ def _mode(part: AxisPart, positions: npt.NDArray[np.int64]) -> _Mode:
     low, high = int(positions.min()), int(positions.max())
     if high - low < 2 * positions.shape[0] + 4096:  # a run about as long as the positions
         count = high - low + 1
-        return _Mode(part, positions, "direct" if count <= _DIRECT else "run", low, count)
-    return _Mode(part, positions, "direct" if positions.shape[0] <= _DIRECT else "scattered", low, 0)
+        return _Mode(part, positions, "direct" if count <= DIRECT else "run", low, count)
+    return _Mode(part, positions, "direct" if positions.shape[0] <= DIRECT else "scattered", low, 0)
 
 
 def fill_axes(
@@ -155,16 +157,25 @@ def _place(mode: _Mode, low: int, high: int, row: npt.NDArray[Any], spare: npt.N
 class Slots(NamedTuple):
     """What :func:`small_axes` needs of one composition, computed once per table: each pair
     slot's ``axis`` and ``freq`` (index into the full table), the frequencies themselves, block 0's
-    step row at them, and the offset table's flat index of each slot's column."""
+    step row at them, and the run base rows already formed (:func:`run_slots`), keyed by the
+    work dtype and each axis's lowest position."""
 
     axis: npt.NDArray[np.intp]
     freq: npt.NDArray[np.intp]
     frequencies: npt.NDArray[np.float64]
     step0: npt.NDArray[np.complex128]
+    bases: dict[Any, tuple[npt.NDArray[Any], npt.NDArray[np.intp]]] | None = None
+    identity: bool = False
+    """Slot ``s`` is frequency ``s`` of the full table (every composition at one column per pair)."""
 
     @classmethod
     def of(cls, full: Plan, axis: npt.NDArray[np.intp], freq: npt.NDArray[np.intp]) -> Slots:
-        return cls(axis, freq, full.freq[freq], full.steps()[0, freq])
+        identity = freq.shape[0] == full.freq.shape[0] and bool(np.all(freq == np.arange(freq.shape[0])))
+        return cls(axis, freq, full.freq[freq], full.steps()[0, freq], {}, identity)
+
+
+KEPT_BASES = 1024
+"""How many run base rows (one per set of axis lows) a composition keeps: 512 KiB of complex64 at 64 slots."""
 
 
 def small_axes(
@@ -183,32 +194,54 @@ def small_axes(
         count = high - low + 1
         if count > BLOCK:  # past one block: the general path (a run of at most 256 is always a run)
             return False
-        direct.append(count <= _DIRECT)
+        direct.append(count <= DIRECT)
     work = work_dtype(cos.dtype)
     axis = slots.axis
-    lowest = np.asarray(lows, dtype=np.int64)
     if not any(direct):
-        products = _run_slots(full, slots, rows, lowest, work)
+        products = run_slots(full, slots, rows, lows, work)
     else:
         wide = work is np.complex128 or cos.dtype != np.float32  # float16 / bfloat16: one rounding from float64
         products = unit_circle(rows[axis].T.astype(np.float64) * slots.frequencies, full.factor,
                                np.complex128 if wide else work)
         if not all(direct):
             runs = ~np.asarray(direct)[axis]
-            products[:, runs] = _run_slots(full, Slots(axis[runs], slots.freq[runs], slots.frequencies[runs],
-                                                       slots.step0[runs]), rows, lowest, work)
+            products[:, runs] = run_slots(full, Slots(axis[runs], slots.freq[runs], slots.frequencies[runs],
+                                                       slots.step0[runs]), rows, lows, work)
     split(products, cos, sin, layout)
     return True
 
 
-def _run_slots(full: Plan, slots: Slots, rows: npt.NDArray[np.int64], low: npt.NDArray[np.int64],
-               work: Any) -> npt.NDArray[Any]:
+def run_slots(full: Plan, slots: Slots, rows: npt.NDArray[np.int64], lows: Sequence[int],
+              work: Any, *, same: bool = False) -> npt.NDArray[Any]:
     """Run slots inside their run's first block: ``factor * exp(i low f)`` (times block 0's step
-    row, as :func:`~ropekit.tables.fill.base_rows` forms it) times offset row ``p - low``."""
+    row, as :func:`~ropekit.tables.fill.base_rows` forms it) times offset row ``p - low``.
+    ``same``: every row of ``rows`` is the same (text tokens), so each token's offsets are one
+    row of the offset table (the same operands, so the same bits).
+
+    The base row depends only on the axes' lows: it is kept in ``slots.bases`` (when given), with
+    each slot's shift into the flat offset table, so a call at lows seen before forms no float64
+    cos/sin (the bits are those of forming it afresh)."""
     axis = slots.axis
-    slot_low = low[axis]
-    base = (unit_circle(slot_low * slots.frequencies, full.factor, np.complex128) * slots.step0).astype(work)
     offsets = full.offsets(work)
-    flat = (rows - low[:, None])[axis].T * offsets.shape[1] + slots.freq  # (tokens, slots) into the table
-    products: npt.NDArray[Any] = np.multiply(base, np.take(offsets.reshape(-1), flat))  # base first, as the text path
+    pairs = offsets.shape[1]
+    key = (work, *lows)
+    kept = slots.bases
+    found = None if kept is None else kept.get(key)
+    if found is None:
+        slot_low = np.asarray(lows, dtype=np.int64)[axis]
+        base = (unit_circle(slot_low * slots.frequencies, full.factor, np.complex128) * slots.step0).astype(work)
+        found = (base, slots.freq - slot_low * pairs)  # row p - low of column freq: p * pairs + freq - low * pairs
+        if kept is not None:
+            if len(kept) >= KEPT_BASES:
+                kept.clear()
+            kept[key] = found
+    base, shift = found
+    products: npt.NDArray[Any]
+    if same and slots.identity:  # every axis at the same positions (text tokens): whole offset rows
+        products = offsets.take(rows[0] - lows[0], axis=0)
+    else:
+        flat = (rows * pairs).take(axis, axis=0).T  # (tokens, slots): p * pairs of each slot's axis
+        flat += shift  # ... plus freq - low * pairs: into the flat offset table
+        products = offsets.reshape(-1).take(flat)
+    np.multiply(base, products, out=products)  # base first, as the text path
     return products

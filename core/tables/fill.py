@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 
-__all__ = ["base_rows", "borrowed", "direct_products", "fill_positions", "fill_run", "position_products",
-           "run_products", "store_chunk", "work_dtype"]
+__all__ = ["base_rows", "borrowed", "direct_products", "fill_positions", "fill_run", "give_scratch",
+           "position_products", "run_products", "store_chunk", "take_scratch", "work_dtype"]
 
 _CHUNK_PRODUCTS = 131072  # products per numpy call (1 MiB of complex64): fewer calls beat a smaller cache footprint
 _ROWS_PER_THREAD = 2048  # the fewest positions a thread is given
@@ -47,14 +47,29 @@ def borrowed(work: Any, size: int) -> Iterator[npt.NDArray[Any]]:
     and tables, so a call never faults in fresh temporaries. It is taken out of the thread's
     store while in use: a nested call on the same thread (a signal handler, a ``__del__``) gets
     a fresh one instead of overwriting it."""
-    key = np.dtype(work).name
-    found: npt.NDArray[Any] | None = _scratch.__dict__.pop(key, None)
-    if found is None or found.shape[0] < size:
-        found = np.empty(size, dtype=work)
+    found = take_scratch(work, size)
     try:
         yield found
     finally:
-        setattr(_scratch, key, found)
+        give_scratch(work, found)
+
+
+def take_scratch(work: Any, size: int) -> npt.NDArray[Any]:
+    """:func:`borrowed` without the context manager, for the hot paths: take the thread's work
+    array of ``work`` (a numpy scalar type), at least ``size`` elements; hand it back with
+    :func:`give_scratch` (not handing it back only costs a fresh one next time)."""
+    try:
+        store: dict[Any, npt.NDArray[Any]] = _scratch.store
+    except AttributeError:
+        store = _scratch.store = {}
+    found = store.pop(work, None)
+    if found is None or found.shape[0] < size:
+        found = np.empty(size, dtype=work)
+    return found
+
+
+def give_scratch(work: Any, found: npt.NDArray[Any]) -> None:
+    _scratch.store[work] = found
 
 
 def _fill_direct(plan: Plan, positions: npt.NDArray[np.float64], cos: Any, sin: Any, layout: str) -> None:
@@ -180,12 +195,10 @@ def base_rows(plan: Plan, start: int, first: int, blocks: int, work: Any) -> npt
     ``start_row`` and ``far`` (the group's ``exp(i 16384 (k // 64) f)``) are float64 cos/sin,
     ``steps`` is the plan's. As exact as evaluating each block's angle in float64, without a
     float64 cos/sin per block, and a function of ``(start, k)`` alone: slices agree bit for bit.
+    The plan keeps the rows of the groups last asked for (:meth:`Plan.run_bases`).
     """
     group, near = divmod(first, STEPS)
-    row = unit_circle(start * plan.freq, plan.factor, np.complex128)
-    if group:  # exp(0) is exactly 1: skipping it changes no bit
-        row = row * unit_circle(BLOCK * STEPS * group * plan.freq, 1.0, np.complex128)
-    return (row * plan.steps()[near : near + blocks]).astype(work)
+    return plan.run_bases(start, group, work)[near : near + blocks]
 
 
 def work_dtype(out: np.dtype[Any]) -> Any:
@@ -222,12 +235,13 @@ def _fill_contiguous(plan: Plan, start: int, first: int, count: int, cos: Any, s
     chunk_rows = max(1, min(STEPS, _CHUNK_PRODUCTS // (BLOCK * pairs))) * BLOCK
     chunk = chunk_rows * pairs
     gptj32 = cos.dtype == np.float32 and layout == "gptj"
-    with borrowed(work, (2 if gptj32 else 1) * chunk + 1) as scratch:  # + 1 spare: see store_products
-        temporary = scratch[chunk + 1 : 2 * chunk + 1].view(np.uint64) if gptj32 else None
-        for low in range(0, count, chunk_rows):
-            rows = min(chunk_rows, count - low)
-            run_products(plan, start, first + low // BLOCK, rows, scratch[: rows * pairs].reshape(rows, pairs))
-            store_chunk(scratch, rows, pairs, cos[low : low + rows], sin[low : low + rows], layout, temporary)
+    scratch = take_scratch(work, (2 if gptj32 else 1) * chunk + 1)  # + 1 spare: see store_products
+    temporary = scratch[chunk + 1 : 2 * chunk + 1].view(np.uint64) if gptj32 else None
+    for low in range(0, count, chunk_rows):
+        rows = min(chunk_rows, count - low)
+        run_products(plan, start, first + low // BLOCK, rows, scratch[: rows * pairs].reshape(rows, pairs))
+        store_chunk(scratch, rows, pairs, cos[low : low + rows], sin[low : low + rows], layout, temporary)
+    give_scratch(work, scratch)
 
 
 def store_chunk(scratch: npt.NDArray[Any], rows: int, pairs: int, cos: Any, sin: Any, layout: str,

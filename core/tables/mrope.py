@@ -29,9 +29,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..errors import ArgumentError, ArgumentTypeError
-from .axes import AxisPart, Slots, fill_axes, small_axes
-from .plan import Plan, checked_out
+from .axes import DIRECT, SMALL_TOKENS, AxisPart, Slots, fill_axes, run_slots, small_axes
+from .fill import work_dtype
+from .plan import BLOCK, Plan, checked_out
 from .rotary import cos_sin, out_dtype
+from .small import split
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -195,7 +197,15 @@ def mrope_cos_sin(
     ``(batch, seq, width)``; a count, a range or 1-D positions (text) give ``(seq, width)``.
     ``plans`` caches the per-axis :class:`Plan` objects (the table keeps it).
     """
-    rows, lead = split_positions(positions, mapping.axes)
+    if (type(positions) is np.ndarray and positions.dtype == _INT64 and positions.ndim in (2, 3)
+            and positions.shape[0] == mapping.axes):  # int64 rows of positions: no conversion, no type checks
+        small = _small_runs(mapping, positions, dtype, out, plans)
+        if small is not None:
+            return small
+        rows: npt.NDArray[np.int64] | None = positions.reshape(mapping.axes, -1)
+        lead: tuple[int, ...] = positions.shape[1:]
+    else:
+        rows, lead = split_positions(positions, mapping.axes)
     full = plans.get("full")
     if full is None:
         full = plans["full"] = Plan(inv_freq, attention_factor)
@@ -228,11 +238,61 @@ def mrope_cos_sin(
     slots = plans.get(("slots", composed.layout))
     if slots is None:
         slots = plans[("slots", composed.layout)] = Slots.of(full, composed.axis, composed.freq)
+        plans[("small", mapping.layout)] = (full, slots, layout)
     if small_axes(full, slots, rows, lows, highs, flat_cos, flat_sin, layout):
         return cos, sin
     fill_axes(_parts(inv_freq, attention_factor, composed, plans), rows, composed.freq.shape[0], flat_cos, flat_sin,
               layout, threads)
     return cos, sin
+
+
+def _small_runs(mapping: MropeMap, positions: npt.NDArray[np.int64], dtype: npt.DTypeLike,
+                out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None,
+                plans: dict[Any, Any]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]] | None:
+    """The decode step of a batch: at most :data:`SMALL_TOKENS` tokens of int64 positions whose every
+    axis is a run of 5 to 256 positions (or, for float32 and float64 output, one position), the values
+    :func:`small_axes` gives (each slot's run base row, kept per set of lows, times its offset row),
+    without the general path's conversions and checks.
+    ``None`` when the call is not such a one, or before the first multimodal call on this layout
+    (which sets up what this path reads): the general path serves or refuses it."""
+    known = plans.get(("small", mapping.layout))
+    if known is None:
+        return None
+    rows = positions.reshape(mapping.axes, -1)
+    tokens = rows.shape[1]
+    if not 0 < tokens <= SMALL_TOKENS:
+        return None
+    full, slots, layout = known
+    listed = rows.tolist()
+    first = listed[0]
+    same = all(row == first for row in listed)  # text tokens (every generated one): each axis at one position
+    if same:
+        low, high = min(first), max(first)
+        lows, highs = [low] * len(listed), [high] * len(listed)
+    else:
+        lows, highs = [min(row) for row in listed], [max(row) for row in listed]
+    limit = full.limit
+    chosen = _F32 if dtype is _F32_TYPE else out_dtype(dtype)
+    # an axis at one position (an image's temporal axis, a row's height) is served directly from float64,
+    # rounded once: exactly its run base row times offset row 0 (exp(0) = 1 + 0j), when the work dtype is
+    # the output's (float16 and bfloat16 take the direct value from complex128 instead)
+    single = chosen in (_F32, _F64)
+    for low, high in zip(lows, highs, strict=True):
+        if low < 0 or high > limit or not (DIRECT < high - low + 1 <= BLOCK or (single and high == low)):
+            return None
+    width = mapping.freq.shape[0]
+    shape = (*positions.shape[1:], width)
+    if out is None:
+        both = np.empty((2, *shape), dtype=chosen)
+        cos, sin = both[0], both[1]
+    else:
+        cos, sin = checked_out(out, shape, chosen)
+    products = run_slots(full, slots, rows, lows, work_dtype(chosen), same=same)
+    split(products, cos.reshape(tokens, width), sin.reshape(tokens, width), layout)
+    return cos, sin
+
+
+_F32_TYPE, _F32, _F64 = np.float32, np.dtype(np.float32), np.dtype(np.float64)
 
 
 def _parts(inv_freq: npt.NDArray[np.float64], attention_factor: float, mapping: MropeMap,
@@ -253,11 +313,18 @@ def _parts(inv_freq: npt.NDArray[np.float64], attention_factor: float, mapping: 
     return found
 
 
+_INT64 = np.dtype(np.int64)
+
+
 def _checked_rows(rows: npt.NDArray[Any], limit: int) -> tuple[npt.NDArray[np.int64], list[int], list[int]]:
     """``rows`` as int64 once every position lies in ``[0, limit]`` (compared before the cast: a
     uint64 cannot wrap), with each row's lowest and highest position; else an error naming the
     positions given and their axis."""
-    lows, highs = rows.min(axis=1).tolist(), rows.max(axis=1).tolist()
+    if rows.shape[1] <= SMALL_TOKENS:  # a decode step: Python's min and max on a few ints beat two reductions
+        listed = rows.tolist()
+        lows, highs = [min(row) for row in listed], [max(row) for row in listed]
+    else:
+        lows, highs = rows.min(axis=1).tolist(), rows.max(axis=1).tolist()
     for axis, (low, high) in enumerate(zip(lows, highs, strict=True)):
         if low < 0 or high > limit:
             raise ArgumentError("positions", f"positions must lie in [0, {limit}], got {low}..{high} in row {axis} "

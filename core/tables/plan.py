@@ -16,7 +16,8 @@ from ..errors import ArgumentError, ArgumentTypeError
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["BLOCK", "KEPT_BLOCKS", "MAX_ANGLE", "STEPS", "Plan", "checked_out", "max_position", "unit_circle"]
+__all__ = ["BLOCK", "KEPT_BLOCKS", "KEPT_GROUPS", "MAX_ANGLE", "STEPS", "Plan", "checked_out", "max_position",
+           "unit_circle"]
 
 BLOCK = 256  # positions per block: the offset table's rows
 STEPS = 64  # rows of the plan's step table: exp(i 256 k f) for k < 64, float64
@@ -27,6 +28,9 @@ reduction itself drifts (7.9e-7 at 2**34, 4.9e-5 at 2**40). With ``inv_freq[0] =
 built-in), positions up to ``2**32 - 1``."""
 KEPT_BLOCKS = 1024
 """How many block rows a plan keeps (:meth:`Plan.block_row`): 512 KiB of complex64 at 64 pairs."""
+KEPT_GROUPS = 64
+"""How many groups of 64 run base rows a plan keeps (:meth:`Plan.run_bases`): 2 MiB of complex64 at 64
+pairs. A prefill chunk starts where the last one ended, or at 0 for every new request: the same rows again."""
 _INT64_MAX = (1 << 63) - 1  # positions are int64 inside; a larger one would wrap
 
 
@@ -73,7 +77,7 @@ class Plan:
     :meth:`RopeTable.cos_sin <ropekit.RopeTable.cos_sin>` keeps one per table.
     """
 
-    __slots__ = ("_blocks", "_offsets", "_steps", "factor", "freq", "limit")
+    __slots__ = ("_blocks", "_offsets", "_runs", "_steps", "factor", "freq", "limit")
 
     def __init__(self, inv_freq: npt.NDArray[np.float64], attention_factor: float) -> None:
         freq = np.ascontiguousarray(inv_freq, dtype=np.float64)
@@ -86,6 +90,7 @@ class Plan:
         self._offsets: dict[Any, npt.NDArray[Any]] = {}
         self._steps: npt.NDArray[np.complex128] | None = None
         self._blocks: dict[tuple[Any, int], npt.NDArray[Any]] = {}
+        self._runs: dict[tuple[Any, int, int], npt.NDArray[Any]] = {}
 
     def offsets(self, work: Any) -> npt.NDArray[Any]:
         """``exp(i * r * inv_freq)`` for ``r < 256``, shape ``(256, pairs)``: evaluated in float64,
@@ -120,4 +125,25 @@ class Plan:
             if len(self._blocks) >= KEPT_BLOCKS:
                 self._blocks.clear()  # a bounded cache: a scattered workload rebuilds a few rows
             self._blocks[key] = found
+        return found
+
+    def run_bases(self, start: int, group: int, work: Any) -> npt.NDArray[Any]:
+        """``factor * exp(i (start + 256 k) f)`` for the 64 blocks ``k`` of ``group`` (``k // 64 ==
+        group``) of the run from ``start``, shape ``(64, pairs)``, rounded once to ``work``: the run's
+        start row times the group's far row ``exp(i 16384 group f)`` (both float64 cos/sin) times the
+        step rows, in complex128 (see :func:`ropekit.tables.fill.base_rows`). Each row is a function of
+        ``(start, k)`` alone, so a slice of these rows is bit for bit what forming only that slice
+        gives. The last :data:`KEPT_GROUPS` groups asked for are kept: repeated prefill chunks
+        (every request's first chunk starts at 0) skip the float64 cos/sin and the products."""
+        key = (work, start, group)
+        found = self._runs.get(key)
+        if found is None:
+            row = unit_circle(start * self.freq, self.factor, np.complex128)
+            if group:  # exp(0) is exactly 1: skipping it changes no bit
+                row = row * unit_circle(BLOCK * STEPS * group * self.freq, 1.0, np.complex128)
+            found = (row * self.steps()).astype(work)
+            found.flags.writeable = False
+            if len(self._runs) >= KEPT_GROUPS:
+                self._runs.clear()  # a bounded cache: a long or scattered workload rebuilds a few groups
+            self._runs[key] = found
         return found

@@ -26,6 +26,19 @@ MAX_SEQ_LEN = 1 << 40
 """The longest sequence :meth:`RopeTable.at` accepts."""
 
 
+_MROPE: list[Any] = []
+
+
+def _mrope() -> Any:
+    """:func:`ropekit.tables.mrope.mrope_cos_sin`, imported on the first multimodal call (an import
+    statement per call costs a decode step a microsecond or two)."""
+    if not _MROPE:
+        from .mrope import mrope_cos_sin
+
+        _MROPE.append(mrope_cos_sin)
+    return _MROPE[0]
+
+
 class SeqLenRule(NamedTuple):
     """How a seq-len-dependent table changes: the rule in words, and the length up to which the
     load-time table holds (a forward crossing it must rebuild its cos/sin cache)."""
@@ -191,10 +204,10 @@ class RopeTable:
             if small is not None:
                 return small
         if self.mrope_composition is not None:
-            from .mrope import mrope_cos_sin
-
-            return mrope_cos_sin(self.inv_freq, self.attention_factor, self.mrope_map(chosen), positions,
-                                 dtype=dtype, out=out, threads=threads, plans=self._mrope_plans())
+            served: tuple[npt.NDArray[Any], npt.NDArray[Any]] = _mrope()(
+                self.inv_freq, self.attention_factor, self.mrope_map(chosen), positions, dtype=dtype, out=out,
+                threads=threads, plans=self._mrope_plans())
+            return served
         if not isinstance(positions, (int, np.integer, range)) and _rank(positions) > 1:
             raise ArgumentError("positions", f"shape {np.shape(positions)}: several rows of positions are multimodal "
                                 f"(mrope) positions, but this {self.rope_type!r} table of layer type "

@@ -360,6 +360,7 @@ def test_few_tokens_and_chunks_give_the_general_paths_bits(model_type: str, monk
     layouts: list[Literal["neox", "gptj", "half"]] = (["neox"] if table.mrope_composition == "full_width"
                                                      else ["neox", "gptj", "half"])
     few = [np.stack([np.full(3, 40)] * n), np.stack([np.arange(16) + 7 * a for a in range(n)]),
+           np.stack([np.arange(16) + 300] * n), np.stack([np.arange(16) + 300] * n)[:, None],  # text tokens
            np.stack([np.full(64, 9)] + [9 + np.arange(64) % (a + 5) for a in range(1, n)]), np.full((n, 1), 123456)]
     many = [np.stack([np.arange(5000) + 3 * a for a in range(n)]), rng.integers(0, 60000, (n, 3000))]
     for layout in layouts:
@@ -368,8 +369,41 @@ def test_few_tokens_and_chunks_give_the_general_paths_bits(model_type: str, monk
             whole = [table.cos_sin(p, layout=layout, dtype=dtype, threads=1) for p in many]
             with monkeypatch.context() as patched:
                 patched.setattr(mrope, "small_axes", lambda *args: False)  # the general path only
+                patched.setattr(mrope, "_small_runs", lambda *args: None)
                 patched.setattr(axes, "CHUNK_TOKENS", 97)  # odd chunks
                 slow = [table.cos_sin(p, layout=layout, dtype=dtype) for p in few]
                 chunked = [table.cos_sin(p, layout=layout, dtype=dtype, threads=3) for p in many]
             for got, want in zip(fast + whole, slow + chunked, strict=True):
                 assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("model_type", sorted(CASES))
+def test_decode_steps_at_kept_lows_and_text_tokens_are_exact(model_type: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decode step of a batch (every axis a run inside one block, or one position) takes the short path:
+    its base rows are kept per set of axis lows, and text tokens (every axis at the same positions) gather
+    whole offset rows. Called again, at new lows, for text and for image tokens, the values are the
+    general path's bits and within 5e-7 of float64 (float16: its own rounding)."""
+    from ropekit.tables import mrope
+
+    table = _table(CASES[model_type])
+    n = table.mrope_axes
+    mapping = table.mrope_map(table.layout)
+    steps = [np.stack([np.arange(16) + 300] * n), np.stack([np.arange(16) + 301] * n),
+             np.stack([np.arange(16) + 300 + 5 * a for a in range(n)]), np.stack([np.arange(16) + 300] * n)[:, None],
+             np.stack([np.arange(64) * 3 + 70_000 + a for a in range(n)]),
+             np.stack([np.full(16, 500)] + [500 + np.arange(16) * (a % 2) for a in range(1, n)])]  # image tokens
+    for dtype in (np.float32, np.float64, np.float16):
+        first = [table.cos_sin(p, dtype=dtype) for p in steps]
+        again = [table.cos_sin(p, dtype=dtype) for p in steps]  # from the kept base rows
+        with monkeypatch.context() as patched:
+            patched.setattr(mrope, "_small_runs", lambda *args: None)
+            patched.setattr(mrope, "small_axes", lambda *args: False)
+            general = [table.cos_sin(p, dtype=dtype) for p in steps]
+        for p, a, b, c in zip(steps, first, again, general, strict=True):
+            assert np.array_equal(a[0], c[0]) and np.array_equal(a[1], c[1])
+            assert np.array_equal(b[0], c[0]) and np.array_equal(b[1], c[1])
+            rows = p.reshape(n, -1)
+            angles = rows[mapping.axis].T.astype(np.float64) * table.inv_freq[mapping.freq]
+            cos = a[0].reshape(rows.shape[1], -1)
+            bound = 5e-7 if dtype != np.float16 else 1e-3
+            assert np.abs(cos - np.cos(angles) * table.attention_factor).max() <= bound

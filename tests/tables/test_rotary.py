@@ -407,3 +407,33 @@ def test_a_plan_keeps_a_bounded_number_of_block_rows() -> None:
     for step in range(0, 256 * (KEPT_BLOCKS + 5), 256):
         table.cos_sin([step])
     assert 0 < len(table._plan()._blocks) <= KEPT_BLOCKS
+
+
+def test_kept_run_base_rows_give_the_bits_of_fresh_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs repeated from one start (every request's first prefill chunk) reuse the plan's base rows
+    (:meth:`Plan.run_bases`): the values are those of a fresh plan, whatever groups were kept or
+    dropped in between, and within 5e-7 of float64."""
+    from ropekit.tables import plan as plan_module
+
+    table = ropekit.load(LLAMA31_8B).table
+    runs = [(0, 4096), (0, 256), (100_003, 300), (16_384 * 3 - 700, 1500), (2**31, 5000), (0, 20_000)]
+    for layout in ("neox", "gptj", "half"):
+        for dtype in (np.float32, np.float64):
+            kept = Plan(table.inv_freq, table.attention_factor)
+            for _ in range(2):  # the second time from the kept rows
+                for start, count in runs:
+                    fresh = Plan(table.inv_freq, table.attention_factor)
+                    want = cos_sin(fresh, 0.0, range(start, start + count), dtype=dtype, layout=layout, threads=1)
+                    got = cos_sin(kept, 0.0, range(start, start + count), dtype=dtype, layout=layout)
+                    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    with monkeypatch.context() as patched:
+        patched.setattr(plan_module, "KEPT_GROUPS", 2)  # dropped and rebuilt between calls
+        small = Plan(table.inv_freq, table.attention_factor)
+        for start, count in runs * 2:
+            cos, sin = cos_sin(small, 0.0, range(start, start + count))
+            want_cos, want_sin = exact(table, np.arange(start, start + count))
+            assert len(small._runs) <= 2
+            assert np.abs(cos[:, :64] - want_cos).max() <= 5e-7 and np.abs(sin[:, :64] - want_sin).max() <= 5e-7
+            other_cos, other_sin = cos_sin(Plan(table.inv_freq, table.attention_factor), 0.0,
+                                           range(start, start + count))
+            assert np.array_equal(cos, other_cos) and np.array_equal(sin, other_sin)
