@@ -8,7 +8,14 @@ It runs in a producer virtualenv of its own (optimum-intel 2.2 needs transformer
 
     python3 -m venv /tmp/venv-ov
     /tmp/venv-ov/bin/pip install torch==2.13.0 "optimum-intel[openvino]==2.2.*" "transformers<5.6"
-    /tmp/venv-ov/bin/python scripts/artifacts/openvino_export.py [--only NAME ...]
+    /tmp/venv-ov/bin/pip uninstall -y torchvision   # a CUDA build pulled by optimum; it breaks AutoProcessor
+    /tmp/venv-ov/bin/python scripts/artifacts/openvino_export.py --skip gemma3
+
+optimum-intel 2.2 refuses to export Gemma-3 text with transformers above 5.0 (its ``GemmaOpenVINOConfig`` caps
+``MAX_TRANSFORMERS_VERSION`` at 5.0), so that case comes from a second producer virtualenv with
+``"transformers>=5.0,<5.1"`` (otherwise the same)::
+
+    /tmp/venv-ov5/bin/python scripts/artifacts/openvino_export.py --only gemma3
 
 Nothing is downloaded: the weights are random (torch seed 0), no tokenizer is written (the export does not need
 one). Each case also records, in ``tests/data/artifacts/openvino/MANIFEST.json``, the versions that made it and the
@@ -98,6 +105,7 @@ def logits_error(ckpt: Path, ir: Path, lengths: list[int]) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--skip", nargs="*", default=())
     args = parser.parse_args()
     from optimum.intel import OVModelForCausalLM
 
@@ -107,7 +115,7 @@ def main() -> None:
                 for name in ("optimum-intel", "openvino", "transformers", "torch")}
     with tempfile.TemporaryDirectory() as work:
         for name, config in CASES.items():
-            if args.only and name not in args.only:
+            if (args.only and name not in args.only) or name in args.skip:
                 continue
             ckpt, ir = Path(work) / name / "hf", Path(work) / name / "ir"
             build_checkpoint(config, ckpt)
@@ -128,7 +136,7 @@ def main() -> None:
                 "max_abs_logit_error": logits_error(ckpt, ir, [maximum // 2, maximum + 16]),
             }
             print(name, manifest["cases"][name]["max_abs_logit_error"], flush=True)
-    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+            manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
