@@ -358,7 +358,7 @@ def _data_files(path: str, given: Sequence[str]) -> tuple[list[str], list[str]]:
     files in its folder (read only if those lack a key)."""
     if given:
         return list(given), []
-    folder = os.path.dirname(os.path.abspath(path))
+    folder = os.path.dirname(path) or "."  # as given: the audit names it relative when the program is
     stem = os.path.splitext(os.path.basename(path))[0]
     try:
         names = sorted(name for name in os.listdir(folder) if name.lower().endswith(".ptd"))
