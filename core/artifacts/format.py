@@ -193,7 +193,8 @@ def _json_keys(path: str) -> tuple[str, ...]:
     except (OSError, ValueError):
         return ()
     for entry in FORMATS.values():
-        node, keys = found, []
+        node: Any = found
+        keys: list[str] = []
         for key in entry.json_path:
             if not isinstance(node, dict) or key not in node:
                 break

@@ -32,6 +32,7 @@ REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "tests" / "data" / "artifacts" / "genie"
 HELPERS = "qai_hub_models/models/templates/llm/llm_helpers.py"
 CONTEXT = 4096
+BINARY = "weight_sharing_model_1_of_1.serialized.bin"
 
 TINY: dict[str, Any] = {"hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
                         "num_hidden_layers": 2, "intermediate_size": 256, "vocab_size": 128, "bos_token_id": 1,
@@ -93,7 +94,7 @@ def main() -> None:
                                 "transformers": importlib.metadata.version("transformers"), "cases": {}}
     for name, config in CASES.items():
         llm_config = AutoConfig.for_model(**config)
-        written = helpers.create_genie_config(CONTEXT, llm_config, "rope", ["weight_sharing_model_1_of_1.serialized.bin"])
+        written = helpers.create_genie_config(CONTEXT, llm_config, "rope", [BINARY])
         dest = OUT / name
         dest.mkdir(parents=True, exist_ok=True)
         (dest / "config.json").write_text(json.dumps(config, indent=2) + "\n")

@@ -94,7 +94,7 @@ def test_phi3_saved_config_trap() -> None:
     assert "attention factor 1.1547 (declared 1)" in saved["layers"]["full_attention"]["served_as"]
     assert any("judged against the config.json saved beside the IR" in flag for flag in saved["flags"])
     assert saved["repairable"] is True
-    evaluated = [table for table in saved["layers"]["full_attention"]["tables"]]
+    evaluated = list(saved["layers"]["full_attention"]["tables"])
     assert [table["comparisons"][0]["declared"] for table in evaluated] == ["seq_len 64", "seq_len 65"]
 
 

@@ -46,8 +46,10 @@ def _unsayable(model: ModelRope, table: RopeTable) -> str | None:
     if table.rope_type not in ("default", "llama3"):
         keys = {"linear": "a linear factor", "yarn": "yarn's ramp and attention factor",
                 "longrope": "longrope's per-pair factors, their switch and attention factor",
-                "dynamic": "dynamic NTK's length-dependent base"}.get(table.rope_type, f"{table.rope_type}'s parameters")
-        return f"Genie's schema has no key for {keys} (only rope-theta, pos-id-dim / rope-dim and llama3's rope-scaling)"
+                "dynamic": "dynamic NTK's length-dependent base"}.get(table.rope_type,
+                                                                      f"{table.rope_type}'s parameters")
+        return (f"Genie's schema has no key for {keys} (only rope-theta, pos-id-dim / rope-dim and llama3's "
+                "rope-scaling)")
     if table.rotary_dim != table.head_dim:
         return (f"partial rotary ({table.rotary_dim} of {table.head_dim} channels): Genie's schema has no key saying "
                 "which channels rotate (qai-hub-models writes pos-id-dim = head_dim / 2, and whether Genie rotates "
@@ -90,7 +92,8 @@ def plan_genie(model: ModelRope, report: AuditReport, plan: RepairPlan) -> None:
     else:
         fix = GenieFix(None, {"pos-id-dim": pairs, "rope-theta": theta}, (
             {"layer_type": table.layer_type, "what": "engine.backend.QnnHtp",
-             "change": f"pos-id-dim {engine.get('pairs')} -> {pairs}, rope-theta {engine.get('rope_theta')} -> {theta}"},))
+             "change": f"pos-id-dim {engine.get('pairs')} -> {pairs}, rope-theta {engine.get('rope_theta')} -> "
+                       f"{theta}"},))
     plan.edits = fix
     for name in report.mismatching():
         plan.note(name, fix.changes[0]["change"])

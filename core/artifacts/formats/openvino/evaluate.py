@@ -69,8 +69,8 @@ def evaluate_rotaries(xml: str, weights: str, rotaries: Sequence[Rotary], names:
         cut = openvino.Model(outputs, _parameters(outputs), "ropekit_rotary")
         compiled = core.compile_model(cut, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     except Exception as error:  # an op the CPU plugin lacks, a cut that needs more than its parameters
-        return [], f"the IR's rotary (Cos/Sin) could not be isolated and compiled by OpenVINO: {type(error).__name__}: " \
-                   f"{error}"
+        return [], ("the IR's rotary (Cos/Sin) could not be isolated and compiled by OpenVINO: "
+                    f"{type(error).__name__}: {error}")
     tables = []
     for length in lengths:
         try:

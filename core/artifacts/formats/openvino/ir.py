@@ -83,8 +83,9 @@ class IrGraph:
         if dtype is None:
             raise ArgumentError("served", f"{self.xml}: Const {ref.name!r} is {ref.element_type}, not a number type")
         if ref.offset < 0 or ref.offset + ref.size > len(self.weights):
-            raise ArgumentError("served", f"{self.xml}: Const {ref.name!r} reads bytes {ref.offset}..{ref.offset + ref.size}"
-                                f" past the end of {os.path.basename(self.bin)} ({len(self.weights)} bytes)")
+            raise ArgumentError("served", f"{self.xml}: Const {ref.name!r} reads bytes {ref.offset}.."
+                                f"{ref.offset + ref.size} past the end of {os.path.basename(self.bin)} "
+                                f"({len(self.weights)} bytes)")
         count = ref.size // np.dtype(dtype).itemsize
         values = np.frombuffer(self.weights, dtype=dtype, count=count, offset=ref.offset)
         return values.reshape(ref.shape) if int(np.prod(ref.shape, dtype=np.int64)) == count else values
@@ -256,7 +257,7 @@ def _select(graph: IrGraph, ancestors: Iterable[str]) -> dict[str, ConstRef] | N
     for layer in ancestors:
         if graph.layers[layer].type != "Select":
             continue
-        condition, long, short = (graph.input_layers(layer) + ["", "", ""])[:3]
+        condition, long, short = ([*graph.input_layers(layer), "", "", ""])[:3]
         if graph.layers.get(condition) is None or graph.layers[condition].type != "Greater":
             continue
         threshold = [source for source in graph.input_layers(condition) if graph.layers[source].type == "Const"]
