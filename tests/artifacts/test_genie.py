@@ -127,3 +127,31 @@ def test_scan_audit_finds_the_bundle(capsys: pytest.CaptureFixture[str]) -> None
     audit = rows[0]["audit"]
     assert any(isinstance(value, dict) and value.get("verdict") == "mismatch" and value.get("repairable") is True
                for value in audit.values()), audit
+
+
+def test_a_theta_genie_cannot_write(tmp_path: Path) -> None:
+    """create_genie_config casts rope_theta to an int: a fractional base is served rounded down, and the
+    repair cannot write it back."""
+    config = json.loads((GENIE / "llama_default" / "config.json").read_text())
+    config["rope_theta"] = 10000.5
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    model = ropekit.load(path)
+    found = annotate(model, audit_artifact(model, read_for_audit(model, GENIE / "llama_default"))).to_json()
+    assert found["verdict"] == "mismatch"
+    assert "plain RoPE at Genie's rope-theta 10000 (declared 10000.5)" in found["layers"]["full_attention"]["served_as"]
+    assert found["repairable"] is False and "is not an integer" in found["repairable_reason"]
+
+
+def test_plain_rope_theta_is_rewritten_in_the_form_it_has(tmp_path: Path) -> None:
+    config = json.loads((GENIE / "llama_default" / "config.json").read_text())
+    config["rope_theta"] = 20000.0
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    out = tmp_path / "fixed.json"
+    assert main(["repair", str(path), "--served", str(GENIE / "llama_default" / "genie_config.json"), "--out",
+                 str(out)]) == 0
+    written = json.loads(out.read_text())
+    assert written["dialog"]["engine"]["backend"]["QnnHtp"]["rope-theta"] == 20000
+    original = json.loads((GENIE / "llama_default" / "genie_config.json").read_text())
+    assert _rope_free(written) == _rope_free(original)
