@@ -155,3 +155,14 @@ def test_plain_rope_theta_is_rewritten_in_the_form_it_has(tmp_path: Path) -> Non
     assert written["dialog"]["engine"]["backend"]["QnnHtp"]["rope-theta"] == 20000
     original = json.loads((GENIE / "llama_default" / "genie_config.json").read_text())
     assert _rope_free(written) == _rope_free(original)
+
+
+def test_a_vlm_mrope_block_is_no_table_with_its_reason(tmp_path: Path) -> None:
+    written = json.loads((GENIE / "llama3" / "genie_config.json").read_text())
+    written["dialog"]["engine"]["model"]["positional-encoding"]["rope-scaling"] = {
+        "rope-type": "qwen2vl-mrope", "time-step": 2, "spatial-merge-size": 2, "mrope-section": [16, 24, 24]}
+    path = tmp_path / "genie_config.json"
+    path.write_text(json.dumps(written))
+    found = _audit("llama3", path)
+    assert found["verdict"] == "no_table"
+    assert "not llama3's block" in found["reason"]

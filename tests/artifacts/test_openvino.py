@@ -187,3 +187,9 @@ def test_scan_audit_finds_the_ir(tmp_path: Path, capsys: pytest.CaptureFixture[s
     audit = rows[0]["audit"]
     (result,) = [value for key, value in audit.items() if key.endswith("openvino_model.xml")]
     assert result["verdict"] == "mismatch" and result["repairable"] is False
+
+
+def test_an_xml_without_its_bin_is_invalid_input(tmp_path: Path) -> None:
+    shutil.copy(IR / "llama3" / "openvino_model.xml", tmp_path / "openvino_model.xml")
+    code = main(["audit", str(IR / "llama3" / "checkpoint_config.json"), "--served", str(tmp_path / "openvino_model.xml")])
+    assert code == 2

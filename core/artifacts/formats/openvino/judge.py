@@ -80,10 +80,10 @@ def _which_config(model: ModelRope, saved: str | None) -> str | None:
             differences.append(f"no {name} table")
         elif not same_table(table, other):
             differences.append(
-                f"{name}: {other.rope_type}, attention factor {other.attention_factor:.6g} (CONFIG "
+                f"{name}: {other.rope_type} (CONFIG {table.rope_type}), attention factor {other.attention_factor:.6g} (CONFIG "
                 f"{table.attention_factor:.6g}), max_position_embeddings {other.geometry.max_position_embeddings} "
                 f"(CONFIG {table.geometry.max_position_embeddings})")
     if not differences:
         return None
     return (f"judged against CONFIG ({model.source}); the config.json optimum-intel saved beside the IR ({saved}) "
-            f"declares other tables ({'; '.join(differences)}): judged against it, the verdict differs")
+            f"declares other tables ({'; '.join(differences)}): judged against it, the verdict may differ")
