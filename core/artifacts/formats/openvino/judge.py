@@ -80,8 +80,8 @@ def _which_config(model: ModelRope, saved: str | None) -> str | None:
             differences.append(f"no {name} table")
         elif not same_table(table, other):
             differences.append(
-                f"{name}: {other.rope_type} (CONFIG {table.rope_type}), attention factor {other.attention_factor:.6g} (CONFIG "
-                f"{table.attention_factor:.6g}), max_position_embeddings {other.geometry.max_position_embeddings} "
+                f"{name}: {other.rope_type} (CONFIG {table.rope_type}), attention factor "
+                f"{other.attention_factor:.6g} (CONFIG {table.attention_factor:.6g}), max_position_embeddings {other.geometry.max_position_embeddings} "
                 f"(CONFIG {table.geometry.max_position_embeddings})")
     if not differences:
         return None
