@@ -81,8 +81,8 @@ def _which_config(model: ModelRope, saved: str | None) -> str | None:
         elif not same_table(table, other):
             differences.append(
                 f"{name}: {other.rope_type} (CONFIG {table.rope_type}), attention factor "
-                f"{other.attention_factor:.6g} (CONFIG {table.attention_factor:.6g}), max_position_embeddings {other.geometry.max_position_embeddings} "
-                f"(CONFIG {table.geometry.max_position_embeddings})")
+                f"{other.attention_factor:.6g} (CONFIG {table.attention_factor:.6g}), max_position_embeddings "
+                f"{other.geometry.max_position_embeddings} (CONFIG {table.geometry.max_position_embeddings})")
     if not differences:
         return None
     return (f"judged against CONFIG ({model.source}); the config.json optimum-intel saved beside the IR ({saved}) "
