@@ -97,40 +97,43 @@ def _plan_rotary(graph: IrGraph, rotary: Rotary, table: RopeTable,
     """The new bytes of each rope Const of ``rotary`` for ``table`` (``None``: refused in ``plan``)."""
     name = table.layer_type
     found: dict[ConstRef, tuple[bytes, str]] = {}
+
+    def refuse(why: str) -> None:
+        plan.refuse(name, f"OpenVINO IR cannot serve {table.rope_type}: {why}")
+
     if table.seq_len_dependent and rotary.select is None:
-        plan.refuse(name, f"OpenVINO IR cannot serve {table.rope_type}: the trace froze transformers' seq_len > "
-                          f"{table.switch_at} branch at the dummy input's length and baked one inv_freq Const "
-                          f"({rotary.inv_freq.name if rotary.inv_freq else 'none'}); no constant holds the other "
-                          f"branch, so rewriting constants cannot serve it; {WHAT_WORKS}")
+        refuse(f"the trace froze transformers' seq_len > "
+               f"{table.switch_at} branch at the dummy input's length and baked one inv_freq Const "
+               f"({rotary.inv_freq.name if rotary.inv_freq else 'none'}); no constant holds the other "
+               f"branch, so rewriting constants cannot serve it; {WHAT_WORKS}")
         return None
     if rotary.select is None and rotary.inv_freq is None:
-        plan.refuse(name, "OpenVINO IR: the graph computes its frequencies from no single constant this repair "
-                          f"rewrites; {WHAT_WORKS}")
+        refuse(f"the graph computes its frequencies from no single constant this repair rewrites; {WHAT_WORKS}")
         return None
     if table.attention_factor != 1.0 and not rotary.factors:
-        plan.refuse(name, f"OpenVINO IR: the graph applies no attention-factor Multiply after Cos/Sin, and the "
-                          f"config declares {table.attention_factor:.6g}: no constant to rewrite; {WHAT_WORKS}")
+        refuse(f"the graph applies no attention-factor Multiply after Cos/Sin, and the "
+               f"config declares {table.attention_factor:.6g}: no constant to rewrite; {WHAT_WORKS}")
         return None
     for ref in rotary.factors:
         data = _encode(ref, np.full(ref.shape, table.attention_factor))
         if data is None:
-            plan.refuse(name, f"OpenVINO IR: the attention-factor Const {ref.name!r} is {ref.element_type}")
+            refuse(f"the attention-factor Const {ref.name!r} is {ref.element_type}")
             return None
         found[ref] = (data, f"attention factor {table.attention_factor:.6g}")
     if rotary.inv_freq is not None:
         ref = rotary.inv_freq
         data = _encode(ref, table.inv_freq.reshape(ref.shape))
         if data is None:
-            plan.refuse(name, f"OpenVINO IR: the inv_freq Const {ref.name!r} holds {ref.size} bytes of "
-                              f"{ref.element_type}, not {len(table.inv_freq)} frequencies")
+            refuse(f"the inv_freq Const {ref.name!r} holds {ref.size} bytes of "
+                   f"{ref.element_type}, not {len(table.inv_freq)} frequencies")
             return None
         found[ref] = (data, f"the declared {table.rope_type} inv_freq ({len(table.inv_freq)} pairs)")
         return found
     select = rotary.select or {}
     powers = select.get("base_powers")
     if powers is None:
-        plan.refuse(name, f"OpenVINO IR: longrope's switch is not followed by the base powers this repair knows; "
-                          f"{WHAT_WORKS}")
+        refuse(f"longrope's switch is not followed by the base powers this repair knows; "
+               f"{WHAT_WORKS}")
         return None
     base = graph.value(powers).astype(np.float64).reshape(-1)
     switch = table.switch_at
@@ -139,14 +142,14 @@ def _plan_rotary(graph: IrGraph, rotary: Rotary, table: RopeTable,
         ref = select[regime]
         data = _encode(ref, (1.0 / (declared.inv_freq * base)).reshape(ref.shape))
         if data is None or declared.attention_factor != table.attention_factor:
-            plan.refuse(name, f"OpenVINO IR: longrope's {regime} factors cannot be written into {ref.name!r}")
+            refuse(f"longrope's {regime} factors cannot be written into {ref.name!r}")
             return None
         found[ref] = (data, f"longrope's {regime} factors (1 / (inv_freq * base powers))")
     if switch is not None:
         threshold = select["threshold"]
         data = _encode(threshold, np.full(threshold.shape, switch))
         if data is None:
-            plan.refuse(name, f"OpenVINO IR: longrope's threshold Const {threshold.name!r} is {threshold.element_type}")
+            refuse(f"longrope's threshold Const {threshold.name!r} is {threshold.element_type}")
             return None
         found[threshold] = (data, f"longrope's switch at {switch} positions")
     return found
