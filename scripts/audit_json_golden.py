@@ -2,7 +2,8 @@
 engine artifact (against its own config, and a few against another model's config), so a test can
 pin the JSON users parse byte for byte (``tests/cli/test_audit_json.py``).
 
-Run from the repository root: ``python scripts/audit_json_golden.py``. Paths in the documents are
+Run from the repository root: ``python scripts/audit_json_golden.py [CASE-OR-PREFIX ...]`` (only those
+cases rewritten; the others kept). Paths in the documents are
 relative to the root, as the test gives them.
 """
 
@@ -34,11 +35,31 @@ def served(name: str) -> Path:
     return next((folder / file for file in ("model.gguf", "model.pte") if (folder / file).exists()), folder)
 
 
+STACKS = {
+    # a producer's folder of cases (its own MANIFEST.json): the config each case is audited against, by default
+    "openvino": "checkpoint_config.json",  # the checkpoint's; optimum-intel's saved config.json is crossed below
+    "genie": "config.json",
+}
+STACK_CROSSED = {
+    "openvino_phi3_longrope__with_its_saved_config": ("openvino/phi3_longrope/config.json", "openvino/phi3_longrope"),
+    "openvino_llama_linear__with_openvino_llama3_config": ("openvino/llama3/checkpoint_config.json",
+                                                           "openvino/llama_linear/openvino_model.xml"),
+    "genie_llama3_no_block__file": ("genie/llama3_no_block/config.json", "genie/llama3_no_block/genie_config.json"),
+}
+
+
 def cases() -> dict[str, list[str]]:
     """Case name -> the ``ropekit`` arguments."""
     found: dict[str, list[str]] = {}
+    for stack, config in STACKS.items():
+        for folder in sorted((REPO / ARTIFACTS / stack).iterdir()):
+            if folder.is_dir():
+                found[f"{stack}_{folder.name}"] = ["audit", str(ARTIFACTS / stack / folder.name / config), "--served",
+                                                   str(ARTIFACTS / stack / folder.name), "--json"]
+    for case, (config, artifact) in STACK_CROSSED.items():
+        found[case] = ["audit", str(ARTIFACTS / config), "--served", str(ARTIFACTS / artifact), "--json"]
     for folder in sorted((REPO / ARTIFACTS).iterdir()):
-        if folder.is_dir():
+        if folder.is_dir() and folder.name not in STACKS:
             found[folder.name] = ["audit", str(ARTIFACTS / folder.name / "config.json"), "--served",
                                   str(served(folder.name)), "--json"]
     for case, (config, artifact) in CROSSED.items():
@@ -56,10 +77,13 @@ def run(arguments: list[str]) -> tuple[int, str]:
     return status, buffer.getvalue()
 
 
-def main() -> int:
+def main(only: list[str]) -> int:
+    """Write every case's document (or only the cases named, keeping the others')."""
     OUT.mkdir(parents=True, exist_ok=True)
-    index = {}
+    index = json.loads((OUT / "INDEX.json").read_text()) if only else {}
     for case, arguments in cases().items():
+        if only and case not in only and not any(case.startswith(prefix) for prefix in only):
+            continue
         status, text = run(arguments)
         (OUT / f"{case}.json").write_text(text, encoding="utf-8")
         index[case] = {"arguments": arguments, "status": status}
@@ -71,4 +95,4 @@ if __name__ == "__main__":
     import os
 
     os.chdir(REPO)
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

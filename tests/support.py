@@ -19,6 +19,21 @@ CONFIGS = DATA / "configs"
 GOLDEN_FILE = DATA / "golden" / "transformers.json"
 SEED_CONFIG = ROOT / "core" / "sample_configs" / "llama-3.2-1b-instruct.json"
 """The seed's Llama-3.2-1B config, as bundled with the package."""
+STACKS = ("openvino", "genie")
+"""Folders of ``artifacts/`` that hold one producer's cases (and its own MANIFEST.json), one folder each:
+OpenVINO IRs (``scripts/artifacts/openvino_export.py``), Genie configs (``scripts/artifacts/genie_config.py``).
+Their tests are ``tests/artifacts/test_openvino.py`` and ``test_genie.py``."""
+
+
+def flat_artifacts() -> list[str]:
+    """The artifact folders directly under ``artifacts/`` (one case each, with the config it was made from)."""
+    return sorted(path.name for path in ARTIFACTS.iterdir() if path.is_dir() and path.name not in STACKS)
+
+
+def stack_artifacts() -> list[str]:
+    """Every case of the producer stacks, as ``<stack>_<case>``."""
+    return sorted(f"{stack}_{path.name}" for stack in STACKS for path in (ARTIFACTS / stack).iterdir()
+                  if path.is_dir())
 
 MakeDist = Callable[..., Path]
 

@@ -117,6 +117,11 @@ class FormatEntry:
     magic: bytes = b""
     magic_at: int = 0
     folder: bool = False
+    holds: tuple[str, ...] = ()
+    """Names of files a folder of this format holds (an OpenVINO IR folder's ``openvino_model.xml``): such a
+    folder is this format's, before any format that claims every folder."""
+    json_path: tuple[str, ...] = ()
+    """Keys (one nested in the other) a ``.json`` file of this format has (Genie's ``dialog``/``engine``)."""
 
 
 FORMATS: dict[str, FormatEntry] = {
@@ -124,6 +129,10 @@ FORMATS: dict[str, FormatEntry] = {
     "gguf": FormatEntry("ropekit.artifacts.formats.gguf", ("gguf",), (".gguf",), b"GGUF"),
     "pte": FormatEntry("ropekit.artifacts.formats.pte", ("executorch",), (".pte",), b"ET", 4),
     "safetensors": FormatEntry("ropekit.artifacts.formats.safetensors", ("safetensors",), (".safetensors",)),
+    "openvino": FormatEntry("ropekit.artifacts.formats.openvino", ("openvino",), (".xml",),
+                            holds=("openvino_model.xml",)),
+    "genie": FormatEntry("ropekit.artifacts.formats.genie", ("genie",), holds=("genie_config.json",),
+                         json_path=("dialog", "engine")),
     "arrays": FormatEntry("ropekit.artifacts.formats.arrays", ("array",), (".npy", ".f64", ".f32", ".f16"),
                           b"\x93NUMPY"),
 }
@@ -140,10 +149,19 @@ def _load(name: str) -> Format:
 
 
 def find_format(path: str) -> Format:
-    """The format of the file or folder at ``path``: by its suffix, a folder as an ONNX pack, else by
-    its first bytes, else a raw array."""
+    """The format of the file or folder at ``path``: a folder by the files it holds (else as an ONNX
+    pack), a file by its suffix, a ``.json`` by its keys, else by its first bytes, else a raw array."""
     suffix = os.path.splitext(path)[1].lower()
     folder = os.path.isdir(path)
+    if folder:
+        for name, entry in FORMATS.items():
+            if any(os.path.isfile(os.path.join(path, held)) for held in entry.holds):
+                return _load(name)
+    elif suffix == ".json":
+        keys = _json_keys(path)
+        for name, entry in FORMATS.items():
+            if entry.json_path and keys[:len(entry.json_path)] == entry.json_path:
+                return _load(name)
     for name, entry in FORMATS.items():
         if suffix in entry.suffixes or (folder and entry.folder):
             return _load(name)
@@ -160,6 +178,34 @@ def format_of(artifact: ServedArtifact) -> Format:
         if artifact.kind in entry.kinds:
             return _load(name)
     return LIVE
+
+
+def _json_keys(path: str) -> tuple[str, ...]:
+    """The path of nested keys a small JSON file opens with, as far as :data:`FORMATS` asks (empty: not
+    such a file; the reader says what is wrong)."""
+    import json
+
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) > MAX_JSON_BYTES:
+            return ()
+        with open(path, encoding="utf-8") as file:
+            found = json.load(file)
+    except (OSError, ValueError):
+        return ()
+    for entry in FORMATS.values():
+        node: Any = found
+        keys: list[str] = []
+        for key in entry.json_path:
+            if not isinstance(node, dict) or key not in node:
+                break
+            node, keys = node[key], [*keys, key]
+        if keys and len(keys) == len(entry.json_path):
+            return tuple(keys)
+    return ()
+
+
+MAX_JSON_BYTES = 1 << 22
+"""The largest ``.json`` file sniffed for its keys."""
 
 
 def _head(path: str) -> bytes:

@@ -156,14 +156,18 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         description="Check the table an engine artifact or a forward serves against the one the config declares. "
         "ARTIFACT: an ONNX model or pack directory (onnxruntime-genai, or a graph that keeps its rotary: it is run "
         "with onnxruntime), a .gguf (llama.cpp: the table is rebuilt by its run-time rules), an ExecuTorch .pte (its "
-        "rope constants, and a .ptd beside it), or a dumped inv_freq / cos cache (.npy, raw .f64/.f32/.f16). Exit 0 "
+        "rope constants, and a .ptd beside it), an OpenVINO IR (its folder or openvino_model.xml, the .bin beside "
+        "it: its rope constants; longrope's switch is run with OpenVINO), a Qualcomm Genie bundle (its folder or "
+        "genie_config.json: the table Genie builds from its keys), or a dumped inv_freq / cos cache (.npy, raw "
+        ".f64/.f32/.f16). Exit 0 "
         "match, 1 mismatch or no table, 2 invalid input.",
     )
     auditor.add_argument("config", metavar="CONFIG", nargs="?",
                          help="the model's config.json or directory (optional for a .gguf: then it is checked "
                          "against itself for red flags)")
     auditor.add_argument("--served", required=True, metavar="ARTIFACT",
-                         help="ONNX model/pack, .gguf, .pte, or .npy/.f64/.f32/.f16 table or cos cache")
+                         help="ONNX model/pack, .gguf, .pte, OpenVINO IR (folder or .xml), Genie bundle (folder or "
+                         "genie_config.json), or .npy/.f64/.f32/.f16 table or cos cache")
     auditor.add_argument("--json", action="store_true", help="machine-readable output")
     auditor.add_argument("--lenient", action="store_true", help=_LENIENT)
     auditor.set_defaults(handler=cmd_audit)
@@ -184,11 +188,14 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                          "a per-element tolerance from their dtype and positions")
     auditor.add_argument("--seq-len", type=_positive, metavar="N", help="the served sequence length, if it matters")
     repairer = config_command(
-        "repair", "Write a corrected copy of an ONNX pack or a GGUF that serves the declared table (the original is "
-        "never touched). Exit 0 repaired or already right, 1 not repairable in its format (named), 2 invalid input.",
+        "repair", "Write a corrected copy of an ONNX pack, a GGUF, an OpenVINO IR (its rope constants in a copy of the "
+        ".bin) or a Genie genie_config.json that serves the declared table (the original is never touched). Exit 0 "
+        "repaired or already right, 1 not repairable in its format (named), 2 invalid input.",
         cmd_repair)
     repairer.add_argument("--served", required=True, metavar="ARTIFACT",
-                          help="the onnxruntime-genai pack (directory or model.onnx) or .gguf to repair")
+                          help="the onnxruntime-genai pack (directory or model.onnx), .gguf, OpenVINO IR (folder: "
+                          "--out a folder; X.xml: --out Y.xml, weights to Y.bin) or Genie bundle (folder or "
+                          "genie_config.json) to repair")
     repairer.add_argument("--out", required=True, metavar="NEW",
                           help="where to write the corrected copy: a new path, not inside ARTIFACT (never overwritten)")
     repairer.add_argument("--n-ctx", type=_positive, metavar="N",
@@ -214,7 +221,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     scanner = commands.add_parser(
         "scan", help="Scan folders of models: what each declares, and which a forward would mis-serve.",
         description="Walk PATHs for models (folders with config.json, Hugging Face hub-cache snapshots, ONNX packs, "
-        ".gguf files) and report, one row per model, what it declares per layer type, the plugin that serves it, and "
+        ".gguf files; with --audit, the OpenVINO IRs and Genie configs beside a config.json too) and report, one "
+        "row per model, what it declares per layer type, the plugin that serves it, and "
         "a status: ok, refused, unknown_model (ropekit does not know its code), unregistered, unsupported (with "
         "--supports), mismatch (with --audit), plugin_error. "
         "A bad model never stops the scan; nothing is written. Exit 0 all ok, 1 some model is not, 2 bad arguments.",
@@ -224,7 +232,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                          help="the rope_types a forward serves (aliases understood: su is longrope, mrope is default);"
                          " models declaring any other are 'unsupported'")
     scanner.add_argument("--audit", action="store_true",
-                         help="also audit the ONNX packs and GGUFs found beside each config (needs ropekit[onnx,gguf])")
+                         help="also audit the ONNX packs, GGUFs, OpenVINO IRs and Genie configs found beside each "
+                         "config (needs ropekit[onnx,gguf])")
     scanner.add_argument("--jobs", type=_positive, default=1, metavar="N", help="audits run N at a time")
     scanner.add_argument("--json", action="store_true", help="JSON Lines: one object per model, then a summary")
     scanner.add_argument("--lenient", action="store_true", help=_LENIENT)

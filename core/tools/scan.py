@@ -3,7 +3,9 @@
 A model is a folder holding ``config.json`` (a plain model folder, a Hugging Face hub-cache
 snapshot ``models--org--name/snapshots/<rev>/``, a Ryzen AI pack), an ONNX pack without one
 (``genai_config.json`` + ``*.onnx``), or a ``.gguf`` file; ExecuTorch programs (``.pte``) are
-artifacts of the model whose ``config.json`` is beside or above them, as ONNX models are. Each
+artifacts of the model whose ``config.json`` is beside or above them, as ONNX models are; so are
+OpenVINO IRs (``openvino_model.xml`` + ``.bin``) and Genie bundle configs (``genie_config.json``)
+beside a ``config.json``. Each
 becomes one :class:`ScanRow` with its own status; a bad model never stops the scan. Nothing is
 written anywhere. Directory symlinks are not followed (no loops); file symlinks are (the hub
 cache's blobs).
@@ -173,9 +175,15 @@ def _listdir(folder: str) -> list[str]:
 
 
 def _artifacts(folder: str, names: Iterable[str]) -> tuple[str, ...]:
+    """The artifacts among ``names``: GGUFs, ONNX models, ExecuTorch programs, OpenVINO IRs (an
+    ``.xml`` with its ``.bin`` beside it) and Genie bundle configs (``genie_config.json``)."""
+    listed = list(names)
+    present = set(listed)
     found = []
-    for name in names:
-        if name.endswith(".gguf") or (name.endswith((".onnx", ".pte")) and not name.startswith(".")):
+    for name in listed:
+        if name.endswith(".gguf") or (name.endswith((".onnx", ".pte")) and not name.startswith(".")) or (
+                name.endswith(".xml") and not name.startswith(".") and name[:-4] + ".bin" in present) or (
+                name == "genie_config.json"):
             found.append(os.path.join(folder, name))
     return tuple(found)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ropekit.cli.main import main
+from tests.support import flat_artifacts, stack_artifacts
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "data" / "audit_json"
@@ -29,6 +30,6 @@ def test_audit_json_is_byte_for_byte_what_users_parse(
 
 
 def test_every_committed_artifact_has_a_pinned_document() -> None:
-    committed = {path.name for path in (REPO / "tests" / "data" / "artifacts").iterdir() if path.is_dir()}
+    committed = set(flat_artifacts()) | set(stack_artifacts())
     assert committed <= set(INDEX)
     assert {name for name in os.listdir(GOLDEN) if name != "INDEX.json"} == {f"{case}.json" for case in INDEX}

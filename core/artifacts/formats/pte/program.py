@@ -358,10 +358,10 @@ def _data_files(path: str, given: Sequence[str]) -> tuple[list[str], list[str]]:
     files in its folder (read only if those lack a key)."""
     if given:
         return list(given), []
-    folder = os.path.dirname(path)  # named as the program was (relative stays relative in a report)
+    folder = os.path.dirname(path) or "."  # as given: the audit names it relative when the program is
     stem = os.path.splitext(os.path.basename(path))[0]
     try:
-        names = sorted(name for name in os.listdir(folder or os.curdir) if name.lower().endswith(".ptd"))
+        names = sorted(name for name in os.listdir(folder) if name.lower().endswith(".ptd"))
     except OSError:
         names = []
     first = [os.path.join(folder, name) for name in names if os.path.splitext(name)[0] == stem]
