@@ -203,11 +203,12 @@ V4_CONFIGS = ROOT / "tests" / "data" / "probe" / "v4_configs.json"
 
 
 def _v4_written(model_type: str) -> dict[str, dict[str, Any]]:
-    """``v4_saved`` and ``v4_keys``: what transformers 4.57.1 writes for this class (``scripts/v4_configs.py``)."""
+    """``v457_saved`` and ``v457_keys``: what transformers 4.57.1 writes for this class, as it is and
+    with its RoPE keys changed (``scripts/v4_configs.py``)."""
     if not V4_CONFIGS.exists():
         return {}
     written: dict[str, dict[str, Any]] = json.loads(V4_CONFIGS.read_text())["configs"].get(model_type, {})
-    return written
+    return {name.replace("v4_", "v457_"): config for name, config in written.items()}
 
 
 def _class_index(model_type: str) -> int:

@@ -51,6 +51,8 @@ Per model_type:
 - ``pairing``: ``gptj`` where an MLA class's code rotates interleaved pairs of the rope sub-head its
   projection writes whatever the config's ``rope_interleave`` says (observed by the probe in the
   projection's frame, on the default config and with ``rope_interleave`` flipped).
+- ``nope_default``: the layers a class leaves without RoPE when a config states no list (every
+  ``every``-th, ``counted_from`` the first or the last layer), observed at several layer counts.
 - ``unread``: geometry keys the class's config declares but its own rotary module is observed not
   to follow (``rotary_dim`` of MiniMax-M3-VL's text model): ropekit does not read them either.
 - ``spellings``: which top-level keys (of ``rope_keys``: every key some config class's
@@ -164,7 +166,7 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
                     "rope_blocks": _class_rope_blocks(config_class),
                     "flat_scaling": _flat_scaling(config_class), "folds": _folds(config_class),
                     "last_layer": _last_layer(config_class), "unread": _unread(config_class),
-                    "pairing": _pairing(model_type, config_class)}
+                    "pairing": _pairing(model_type, config_class), "nope_default": _nope_default(config_class)}
         entry.update((name, fact) for name, fact in observed.items() if fact)  # a base is never 0
         entry.update(_key_facts(config_class))  # an empty spelling list is a fact too: nothing converted
         plan = _layer_plan(config_class, observed["last_layer"])
@@ -753,6 +755,7 @@ def _unread(config_class: type) -> list[str]:
     if not dataclasses.is_dataclass(config_class):
         return []
     unread = ["partial_rotary_factor"] if _ignores_partial(config_class) else []
+    unread += ["head_dim"] if _ignores_head_dim(config_class) else []
     default = next((field.default for field in dataclasses.fields(config_class) if field.name == "rotary_dim"), None)
     if not isinstance(default, int) or default < 4:
         return unread
@@ -799,6 +802,62 @@ def _pairing(model_type: str, config_class: type) -> str | None:
             return None
         seen.update(layer.layout for layer in rotating)
     return "gptj" if seen == {"gptj"} else None
+
+
+def _nope_default(config_class: type) -> dict[str, Any] | None:
+    """The layers a class leaves without RoPE when a config states no list: every ``every``-th layer
+    counted from the first (Llama-4, SmolLM3, Mistral-Large-4: ``no_rope_layers`` built from an interval
+    of its code) or from the last (Muse: ``layer_rope_theta`` 0 there, the global base elsewhere).
+    Observed by building the class at several layer counts; ``None`` when it builds no such list."""
+    found: set[tuple[int, str]] | None = None
+    for layers in (8, 9, 12, 13):
+        try:
+            saved = config_class(num_hidden_layers=layers).to_dict()
+        except Exception:
+            return None
+        uses = saved.get("no_rope_layers")
+        thetas = saved.get("layer_rope_theta")
+        if isinstance(uses, list) and len(uses) == layers and set(uses) <= {0, 1}:
+            nope = [index for index, value in enumerate(uses) if value == 0]
+        elif isinstance(thetas, list) and len(thetas) == layers:
+            base = (saved.get("rope_parameters") or {}).get("rope_theta")
+            if any(value not in (0, base) for value in thetas):
+                return None  # bases that differ by layer: not a NoPE plan
+            nope = [index for index, value in enumerate(thetas) if value == 0]
+        else:
+            return None
+        if not nope:
+            return None
+        fits = {(every, start) for every in range(2, 9) for start in ("first", "last")
+                if nope == [index for index in range(layers)
+                            if ((index + 1) if start == "first" else (layers - 1 - index)) % every == 0]}
+        found = fits if found is None else found & fits  # the counts tell first from last apart
+    if found is None or len(found) != 1:
+        return None
+    every, start = found.pop()
+    return {"every": every, "counted_from": start}
+
+
+def _ignores_head_dim(config_class: type) -> bool:
+    """Whether the class's text rotary module builds as many frequencies with ``head_dim`` doubled as
+    without: it derives its width from ``hidden_size // num_attention_heads`` whatever ``head_dim`` says
+    (Unlimited-OCR's text model). A class with no ``head_dim`` field, or no module to build, reads it."""
+    if not dataclasses.is_dataclass(config_class) or not any(
+            field.name == "head_dim" for field in dataclasses.fields(config_class)):
+        return False
+    if any(field.name == "qk_rope_head_dim" for field in dataclasses.fields(config_class)):
+        return False  # MLA: the rope sub-head's width is qk_rope_head_dim, read as such
+    widths: set[tuple[int, int]] = set()
+    for rotary in _rotary_modules(config_class, multimodal=False):
+        try:
+            base = config_class()
+            hidden, heads = int(base.hidden_size), int(base.num_attention_heads)
+            sizes = [int(rotary(config=config_class(head_dim=width)).inv_freq.shape[-1])
+                     for width in (hidden // heads, 2 * (hidden // heads))]
+        except Exception:
+            continue
+        widths.add((sizes[0], sizes[1]))
+    return bool(widths) and all(first == second for first, second in widths)
 
 
 def _ignores_partial(config_class: type) -> bool:

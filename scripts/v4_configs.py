@@ -1,8 +1,8 @@
 """Write configs the way transformers 4.x saved them: the last 4.x release (4.57.1) writes, for every
 model_type it shares with the pinned transformers and that ropekit's class facts call rotating (or a
-wrapper of a rotating model), its default config as ``save_pretrained`` writes it (``v4_saved``), and
+wrapper of a rotating model), its default config as ``save_pretrained`` writes it (``v457_saved`` in the sweep), and
 the same config with every RoPE-bearing key its 4.x class carries set to another valid value
-(``v4_keys``: bases tripled, a partial rotary factor or ``rotary_pct`` of 0.5, half the ``rotary_dim``,
+(``v457_keys`` in the sweep: bases tripled, a partial rotary factor or ``rotary_pct`` of 0.5, half the ``rotary_dim``,
 a linear ``rope_scaling`` of factor 4 where the class has a ``rope_scaling``).
 
 4.57.1 needs no torch to write configs; it runs in a virtualenv of its own, beside the pinned reference::

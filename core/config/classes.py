@@ -81,6 +81,9 @@ class ClassFacts(NamedTuple):
     rope_blocks: Mapping[str, Mapping[str, Any] | None] | None = None
     """For a class keeping rope parameters per layer type: each type's default block without its base,
     where one is more than plain RoPE (``None`` for a type: it applies none)."""
+    nope_default: Mapping[str, Any] | None = None
+    """The layers the class leaves without RoPE when a config states no list: ``every``-th layer,
+    ``counted_from`` the ``first`` or the ``last`` (Llama-4's ``no_rope_layers``, Muse's zero bases)."""
     pairing: str | None = None
     """``gptj``: the class's code rotates interleaved pairs of its MLA rope sub-head whatever the
     config's ``rope_interleave`` says (observed in the frame of the projection's channels)."""
@@ -197,6 +200,7 @@ def class_facts(model_type: str) -> ClassFacts | None:
         spellings_beside_block=_spelling_table(entry.get("spellings_beside_block")),
         reads=frozenset(entry.get("reads", ())),
         pairing=entry.get("pairing"),
+        nope_default=MappingProxyType(dict(entry["nope_default"])) if entry.get("nope_default") else None,
         layer_plan=MappingProxyType(dict(entry["layer_plan"])) if entry.get("layer_plan") else None,
         rope_blocks=MappingProxyType({name: None if block is None else MappingProxyType(dict(block))
                                       for name, block in entry["rope_blocks"].items()})

@@ -23,10 +23,6 @@ __all__ = ["LayerPlan", "plan_layers"]
 
 FLAT_LAYER_TYPE = "full_attention"
 
-_LLAMA4_STYLE = ("llama4", "llama4_text", "smollm3", "mistral_large4")
-"""Families whose code gives every ``no_rope_layer_interval``-th layer no RoPE when no list is stated."""
-
-
 class LayerPlan(NamedTuple):
     """``layer_types`` (one per layer; empty when the config does not say) and the per-index
     layers that apply no RoPE whatever their type."""
@@ -232,11 +228,15 @@ def _no_rope_layers(view: ConfigView, family: Family, layers: int | None) -> tup
                                   "they must agree (1 = the layer uses RoPE, 0 = it does not)")
         return tuple(index for index, uses in enumerate(values) if not uses)
     interval = positive_int(view, "no_rope_layer_interval")
-    if interval is None and model_type in _LLAMA4_STYLE:
-        interval = 4
-    if interval is None:
+    facts = facts_for(view)
+    plan = facts.nope_default if facts is not None and facts.kind == "rope" else None
+    if interval is None and plan is None:
         return ()
     if layers is None:
         raise RopeConfigError(view.path("num_hidden_layers"), "missing: needed to place the NoPE layers "
                               "(every no_rope_layer_interval-th layer)")
-    return tuple(index for index in range(layers) if (index + 1) % interval == 0)
+    if interval is not None:  # a stated interval counts from the first layer (Llama-4's convention)
+        return tuple(index for index in range(layers) if (index + 1) % interval == 0)
+    assert plan is not None  # the class's own plan, derived from its code (transformers_classes.json)
+    every, last = int(plan["every"]), plan["counted_from"] == "last"
+    return tuple(index for index in range(layers) if ((layers - 1 - index) if last else (index + 1)) % every == 0)

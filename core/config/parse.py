@@ -862,8 +862,13 @@ def _raw_head_dim(view: ConfigView, layer_type: str) -> tuple[int, str]:
         return per_layer
     if layer_type == FLAT_LAYER_TYPE and view.get("global_head_dim") is not None:  # Gemma-4 global layers
         return required_int(view, "global_head_dim"), view.path("global_head_dim")
-    if view.get("head_dim") is not None:
+    facts = facts_for(view)
+    if view.get("head_dim") is not None and (facts is None or "head_dim" not in facts.unread):
         return required_int(view, "head_dim"), view.path("head_dim")
+    if view.get("head_dim") is not None and not view.defaulted("head_dim"):  # a width the class does not follow
+        warnings.warn(f"{view.path('head_dim')}: {view.get('model_type')}'s rotary module does not read it: it "
+                      f"rotates hidden_size // num_attention_heads channels (observed on transformers "
+                      f"{transformers_version()}), and ropekit serves that", UserWarning, stacklevel=7)
     if view.get("kv_channels") is not None and view.get("model_type") in ("chatglm", "qwen", "jetmoe"):
         return required_int(view, "kv_channels"), view.path("kv_channels")  # their rotary is over kv_channels
     hidden = positive_int(view, "hidden_size")

@@ -196,3 +196,37 @@ def test_a_read_key_left_to_the_class_gets_the_class_default(model_type: str, he
     head); configuration_gpt_neox.py: ``rotary_pct`` 0.25. A config stating only sizes gets them."""
     table = ropekit.load({"model_type": model_type, "hidden_size": 8192, "num_attention_heads": 16}).table
     assert (table.head_dim, table.rotary_dim) == (head_dim, rotary_dim)
+
+
+# --- layers a class leaves without RoPE by default ----------------------------------------------------
+
+
+@pytest.mark.parametrize(("model_type", "nope"), [
+    # configuration_mistral_large4.py: no_rope_layers from kwargs.pop("no_rope_layer_interval", 4), from the first
+    ("mistral_large4_text", (3, 7)),
+    ("llama4_text", (3, 7)),
+    # configuration_muse_spark.py: layer_rope_theta 0 on every 4th layer counted from the last
+    ("muse_spark_text", (3, 7)),
+])
+def test_a_class_default_nope_plan_is_served(model_type: str, nope: tuple[int, ...]) -> None:
+    facts = class_facts(model_type)
+    assert facts is not None and facts.nope_default is not None
+    model = _quiet_load({"model_type": model_type, **WIDTH, "num_hidden_layers": 8})
+    assert model.no_rope_layers == nope
+    assert all(model.for_layer(index) is None for index in nope)
+    assert all(model.for_layer(index) is not None for index in range(8) if index not in nope)
+
+
+def test_muse_counts_its_nope_layers_from_the_last() -> None:
+    model = _quiet_load({"model_type": "muse_spark_text", **WIDTH, "num_hidden_layers": 6})
+    assert model.no_rope_layers == (1, 5)  # (6 - 1 - i) % 4 == 0
+
+
+def test_a_head_dim_the_rotary_does_not_read_is_named_and_not_served() -> None:
+    """Unlimited-OCR's text rotary module rotates hidden_size // num_attention_heads channels whatever
+    head_dim says."""
+    facts = class_facts("unlimited_ocr_text")
+    assert facts is not None and "head_dim" in facts.unread
+    with pytest.warns(UserWarning, match=r"^head_dim: unlimited_ocr_text's rotary module does not read it"):
+        table = ropekit.load({"model_type": "unlimited_ocr_text", **WIDTH, "head_dim": 256}).table
+    assert table.head_dim == 1024 // 8

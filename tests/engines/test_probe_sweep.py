@@ -55,6 +55,8 @@ REFUSED_BY_DESIGN: dict[str, str] = {
     "olmo_hybrid minimal": "its config class builds no repetition of one pattern when the config leaves "
                            "layer_types to it (2 layers: linear, full; 5: linear x3, full, linear): refused at load "
                            "naming layer_types rather than guessed",
+    "olmo_hybrid sizes_only": "as its minimal config: no repeated pattern ropekit derived for six layers; refused "
+                              "at load naming layer_types",
 }
 """Classes (or ``"class variant"``) whose config ropekit refuses although the class rotates: the
 reason is a feature ropekit's tables cannot express, or an input the class would silently drop."""
