@@ -204,7 +204,8 @@ def _global_head_dim(config_class: type) -> dict[str, int]:
         per_layer, types = saved.get("per_layer_config"), saved.get("layer_types")
         if not isinstance(per_layer, dict) or not isinstance(types, list):
             return {}
-        by_index = {int(key): value for key, value in per_layer.items() if str(key).isdigit() and isinstance(value, dict)}
+        by_index = {int(key): value for key, value in per_layer.items()
+                    if str(key).isdigit() and isinstance(value, dict)}
         full = {by_index.get(index, {}).get("head_dim") for index, name in enumerate(types) if name == "full_attention"}
         width = next(iter(full)) if len(full) == 1 else None
         if not isinstance(width, int) or width == saved.get("head_dim"):
@@ -265,7 +266,8 @@ def _text_defaults(config_class: type, text_key: str, inner: Any, read_keys: fro
     wanted = read_keys - {"model_type", "text_config", "layer_types", "rope_scaling"}
     widths = {"head_dim", "global_head_dim", "qk_rope_head_dim", "qk_nope_head_dim", "kv_channels"}
     found = {key: mine[key] for key in sorted(wanted)
-             if mine.get(key) is not None and _jsonable(mine[key]) and (mine.get(key) != plain.get(key) or key in widths)}
+             if mine.get(key) is not None and _jsonable(mine[key])
+             and (mine.get(key) != plain.get(key) or key in widths)}
     block = found.pop("rope_parameters", None)
     if isinstance(block, dict):
         if set(block) <= {"rope_theta", "rope_type"} and block.get("rope_type", "default") == "default":

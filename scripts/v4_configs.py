@@ -53,7 +53,7 @@ def _changed(config: Any) -> dict[str, Any]:
     rotary_dim = getattr(config, "rotary_dim", None)
     if isinstance(rotary_dim, int) and not isinstance(rotary_dim, bool) and rotary_dim >= 8 and rotary_dim % 4 == 0:
         changes["rotary_dim"] = rotary_dim // 2
-    if hasattr(config, "rope_scaling") and not isinstance(getattr(config, "rope_scaling"), dict):
+    if hasattr(config, "rope_scaling") and not isinstance(config.rope_scaling, dict):
         changes["rope_scaling"] = {"type": "linear", "rope_type": "linear", "factor": 4.0}  # both, as 4.x wrote
     return changes
 

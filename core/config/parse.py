@@ -701,7 +701,7 @@ def _read_factor(
     stated = [name for name in reading.keys_for("partial_rotary_factor", layer_type)
               if view.get(name) is not None and not view.defaulted(name)
               and not (name == "rotary_dim" and facts is not None and "rotary_dim" in facts.unread)]
-    if not stated:  # the class's own default for the first spelling it reads (CodeGen's rotary_dim 64), else the family's
+    if not stated:  # the class's default for the first spelling it reads (CodeGen's rotary_dim 64); else the family's
         stated = [name for name in reading.keys_for("partial_rotary_factor", layer_type)
                   if view.get(name) is not None and not (name == "rotary_dim" and facts is not None
                                                          and "rotary_dim" in facts.unread)][:1]

@@ -404,7 +404,8 @@ def _traced(block: np.ndarray[Any, Any], row: np.ndarray[Any, Any]) -> np.ndarra
         span = row[low:int(origin) + width] * scales[origin]
         close = np.abs(span[None, :] - block[:, None]) <= 3e-7 * np.abs(block[:, None]) + 1e-30
         if np.all(close.sum(axis=1) == 1) and np.unique(close.argmax(axis=1)).size == width:
-            return low + close.argmax(axis=1)
+            placed: np.ndarray[Any, Any] = low + close.argmax(axis=1)
+            return placed
     return None
 
 

@@ -144,14 +144,16 @@ def test_roformer_rotates_with_the_table_ropekit_serves() -> None:
     its own sinusoidal table and its own ``apply_rotary_position_embeddings`` rotate a random query and
     key here, and ropekit's float32 cos/sin (gptj layout) with ``apply_rotary`` give the same states."""
     import torch
-    from transformers import RoFormerConfig, RoFormerModel
+    from transformers import RoFormerConfig
+    from transformers.models.roformer import modeling_roformer
 
     published = json.loads((CONFIGS / "published" / "roformer-chinese-base-junnyu-2021-03.json").read_text())
     config = RoFormerConfig(**{**published, "num_hidden_layers": 1, "vocab_size": 32})
-    model = RoFormerModel(config)
     positions = [0, 1, 5, 77, config.max_position_embeddings - 1]
-    table = model.encoder.embed_positions.create_weight()[positions][None, None]  # [1, 1, positions, head]
-    attention = type(model.encoder.layer[0].attention.self)
+    embedding: Any = modeling_roformer.RoFormerSinusoidalPositionalEmbedding(
+        config.max_position_embeddings, config.hidden_size // config.num_attention_heads)  # as RoFormerEncoder builds it
+    table = embedding.create_weight()[positions][None, None]  # [1, 1, positions, head]
+    attention: Any = modeling_roformer.RoFormerSelfAttention
     generator = np.random.default_rng(0)
     head = config.hidden_size // config.num_attention_heads
     q, k = (generator.standard_normal((1, 1, len(positions), head)).astype(np.float32) for _ in range(2))
@@ -159,5 +161,5 @@ def test_roformer_rotates_with_the_table_ropekit_serves() -> None:
     served = ropekit.load(published).table
     cos, sin = served.cos_sin(positions, layout="gptj")
     ours = ropekit.apply_rotary(q, k, cos, sin, layout="gptj")
-    for mine, reference in zip(ours, theirs):
+    for mine, reference in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(mine, reference.numpy(), rtol=0, atol=2e-5)
