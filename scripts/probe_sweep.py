@@ -62,6 +62,9 @@ def _variants(model_type: str) -> dict[str, dict[str, Any]]:
     built = CONFIG_MAPPING[model_type]()
     saved = {"model_type": model_type, **built.to_diff_dict()}
     found = {"default": built.to_dict(), "saved": saved}
+    facts = json.loads(CLASSES.read_text())["classes"].get(model_type, {})
+    if facts.get("kind") == "composite":  # a wrapper: also as little as a config can say, its language model left
+        found["wrapper_only"] = {"model_type": model_type}  # to the wrapper's own defaults (--wrappers)
     found.update(_key_variants(model_type, built, saved))
     block = getattr(built, "rope_parameters", None)
     if not isinstance(block, dict) or not block:
@@ -466,6 +469,9 @@ def main() -> int:
     parser.add_argument("--merge", nargs="+", type=Path, metavar="PART", help="merge shard files into --out and stop")
     parser.add_argument("--rejudge", action="store_true", help="recompute every recorded verdict from its recorded "
                         "observations with today's ropekit (no torch needed) and stop")
+    parser.add_argument("--wrappers", action="store_true", help="probe the wrappers whose language model the "
+                        "derived facts say is built by the wrapper's own code (text defaults, renamed types, a key "
+                        "other than text_config) instead of the rope classes")
     parser.add_argument("--published", action="store_true", help=f"probe the published configs of "
                         f"{PUBLISHED.relative_to(ROOT)} instead, into {PUBLISHED_OUT.relative_to(ROOT)}")
     args = parser.parse_args()
@@ -486,6 +492,9 @@ def main() -> int:
         return 0
     classes = json.loads((ROOT / "core" / "config" / "transformers_classes.json").read_text())["classes"]
     wanted = sorted(name for name, entry in classes.items() if entry["kind"] == "rope")
+    if args.wrappers:
+        wanted = sorted(name for name, entry in classes.items() if entry["kind"] == "composite" and (
+            entry.get("text_defaults") or entry.get("renames") or entry.get("text") not in ("text_config", None)))
     if args.only:
         wanted = [name for name in args.only.split(",") if name]
     document: dict[str, Any] = {"transformers": transformers.__version__,
@@ -505,7 +514,7 @@ def main() -> int:
     context = multiprocessing.get_context("spawn")  # one clean process per class: a crash or hang stays there
     for number, model_type in enumerate(todo, 1):
         started = time.perf_counter()
-        if NOT_TEXT.search(model_type.lower()):
+        if NOT_TEXT.search(model_type.lower()) and not args.wrappers:  # (a wrapper is probed on its text model)
             result: dict[str, Any] = {"default": {"verdict": "not_measured", "reason": NOT_TEXT_REASON}}
         else:
             kept = recorded.get(model_type, {}) if args.new_variants else {}

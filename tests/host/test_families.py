@@ -50,7 +50,8 @@ def test_a_declared_family_is_served_with_its_facts_and_class_defaults(make_dist
         ropekit.load(config, registry=registry)
     _install(make_dist)
     served = Registry(read_env=False)
-    table = ropekit.load(config, registry=served).table
+    with pytest.warns(UserWarning, match=r"^head_dim: the config states no width .* acme_lm's class defaults"):
+        table = ropekit.load(config, registry=served).table  # the declared widths, said
     assert (table.head_dim, table.rotary_dim, table.layout, table.geometry.theta) == (128, 64, "gptj", 5e4)
     np.testing.assert_allclose(table.inv_freq, 5e4 ** -(np.arange(0, 64, 2) / 64), rtol=1e-15)
     stated = ropekit.load({**config, "hidden_size": 64, "num_attention_heads": 2, "rope_theta": 1e4},
@@ -67,7 +68,8 @@ def test_family_plugins_follow_the_scheme_rules(make_dist: MakeDist) -> None:
         ropekit.load({"model_type": "acme_lm"}, registry=conflict)
     assert caught.value.kind == "model_type" and str(caught.value).startswith("model_type 'acme_lm'")
     chosen = Registry(read_env=False, block=["ropekit-acme-fork"])
-    assert ropekit.load({"model_type": "acme_lm"}, registry=chosen).table.layout == "gptj"
+    with pytest.warns(UserWarning, match="states no width"):
+        assert ropekit.load({"model_type": "acme_lm"}, registry=chosen).table.layout == "gptj"
     blocked = Registry(read_env=False, block=["acme_lm"])
     with pytest.raises(ropekit.PluginBlockedError, match="model_type 'acme_lm' is blocked"):
         ropekit.load({"model_type": "acme_lm"}, registry=blocked)
