@@ -76,7 +76,7 @@ def _variants(model_type: str) -> dict[str, dict[str, Any]]:
         return found  # a class whose default is already a scheme
     flat = {key: value for key, value in saved.items() if key != "rope_parameters"}
     try:
-        head_dim = getattr(built, "head_dim", None) or built.hidden_size // built.num_attention_heads
+        head_dim = _attribute(built, "head_dim") or built.hidden_size // built.num_attention_heads
     except (AttributeError, TypeError, ZeroDivisionError):
         return found
     partial = float(block.get("partial_rotary_factor", 1.0))
@@ -102,6 +102,15 @@ def _variants(model_type: str) -> dict[str, dict[str, Any]]:
     return found
 
 
+def _attribute(built: Any, name: str) -> Any:
+    """``built.name``, or ``None`` where it is absent or a per-layer attribute of a heterogeneous config
+    (Gemma-4: transformers refuses a global read of those)."""
+    try:
+        return getattr(built, name, None)
+    except Exception:
+        return None
+
+
 def _key_variants(model_type: str, built: Any, saved: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The configs of a 4.x save and of a config that states little, chosen from the class's derived
     facts (``core/config/transformers_classes.json``), each without the saved rope block:
@@ -119,7 +128,7 @@ def _key_variants(model_type: str, built: Any, saved: dict[str, Any]) -> dict[st
     theta = facts.get("theta")
     base = float(theta if isinstance(theta, (int, float)) else max((theta or {"": 10000.0}).values()))
     try:
-        head_dim = int(getattr(built, "head_dim", None) or built.hidden_size // built.num_attention_heads)
+        head_dim = int(_attribute(built, "head_dim") or built.hidden_size // built.num_attention_heads)
     except (AttributeError, TypeError, ZeroDivisionError):
         head_dim = 0
 
@@ -161,8 +170,8 @@ def _sizes_only(model_type: str, built: Any) -> dict[str, dict[str, Any]]:
     """``sizes_only``: the model_type and its sizes, everything else left to the class: the hidden size
     doubled (a head width derived from it follows; a fixed one does not) and six layers (the class's
     own layer plan at another count)."""
-    hidden = getattr(built, "hidden_size", None)
-    heads = getattr(built, "num_attention_heads", None)
+    hidden = _attribute(built, "hidden_size")
+    heads = _attribute(built, "num_attention_heads")
     if not isinstance(hidden, int) or not isinstance(heads, int) or isinstance(hidden, bool) or heads <= 0:
         return {}
     return {"sizes_only": {"model_type": model_type, "hidden_size": 2 * hidden, "num_attention_heads": heads,
