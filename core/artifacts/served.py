@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = ["MAX_ARRAY_BYTES", "LayerWiring", "RotaryWiring", "ServedArtifact", "ServedTable", "check_regular_file",
-           "half_columns"]
+           "half_columns", "output_rows"]
 
 Kind = Literal["inv_freq", "cache"]
 MAX_ARRAY_BYTES = 1 << 30
@@ -131,3 +131,14 @@ def half_columns(values: npt.NDArray[np.float64], layout: str, pairs: int | None
         return values
     count = values.shape[1] // 2 if pairs is None else pairs
     return values[:, :count] if layout == "neox" else values[:, 0 : 2 * count : 2]
+
+
+def output_rows(array: np.ndarray[Any, Any], length: int) -> np.ndarray[Any, Any] | None:
+    """The ``(length, width)`` rows of a cos/sin output a graph evaluated at ``length`` positions (batch and
+    head axes of size one dropped), or ``None`` when it has another shape (ONNX and OpenVINO graphs alike)."""
+    squeezed = array.reshape([size for size in array.shape if size != 1] or [1])
+    if squeezed.ndim == 1 and length == 1:
+        squeezed = squeezed[None, :]
+    if squeezed.ndim != 2 or squeezed.shape[0] != length:
+        return None
+    return squeezed

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ...served import ServedTable
+from ...served import ServedTable, output_rows
 
 __all__ = ["graph_rotary"]
 
@@ -195,21 +195,12 @@ def graph_rotary(model: Any, onnx: Any, where: str, lengths: Sequence[int]) -> t
                        f"{error}"
         for index, (cos_name, _) in enumerate(pairs):
             cos, sin = (np.asarray(array, dtype=np.float64) for array in values[2 * index : 2 * index + 2])
-            rows = _rows(cos, length)
+            rows = output_rows(cos, length)
             if rows is None or sin.size != cos.size:
                 return [], f"the graph's rotary output {cos_name} has shape {cos.shape}, not (..., {length}, width)"
             tables.append(ServedTable(
                 f"{where}: {cos_name} / {pairs[index][1]} evaluated at {length} positions", "cache", rows,
-                str(values[2 * index].dtype), sin=_rows(sin, length), layout=_layout(rows),
+                str(values[2 * index].dtype), sin=output_rows(sin, length), layout=_layout(rows),
                 seq_len=length, angles="float32", layers=layers[index]))
     return tables, ""
 
-
-def _rows(array: np.ndarray[Any, Any], length: int) -> np.ndarray[Any, Any] | None:
-    """The ``(length, width)`` rows of a cos/sin output (batch and head axes of size one dropped)."""
-    squeezed = array.reshape([size for size in array.shape if size != 1] or [1])
-    if squeezed.ndim == 1 and length == 1:
-        squeezed = squeezed[None, :]
-    if squeezed.ndim != 2 or squeezed.shape[0] != length:
-        return None
-    return squeezed

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ...served import ServedTable
+from ...served import ServedTable, output_rows
 from .ir import Rotary
 
 __all__ = ["MISSING", "evaluate_rotaries"]
@@ -80,7 +80,7 @@ def evaluate_rotaries(xml: str, weights: str, rotaries: Sequence[Rotary], names:
         except Exception as error:
             return [], f"the IR's rotary could not be evaluated at {length} positions: {type(error).__name__}: {error}"
         for index, rotary in enumerate(rotaries):
-            cos, sin = (_rows(array, length) for array in values[2 * index : 2 * index + 2])
+            cos, sin = (output_rows(array, length) for array in values[2 * index : 2 * index + 2])
             if cos is None or sin is None:
                 return [], f"the IR's rotary output {names[rotary.cos_out]} has shape {values[2 * index].shape}, not " \
                            f"(..., {length}, width)"
@@ -89,11 +89,3 @@ def evaluate_rotaries(xml: str, weights: str, rotaries: Sequence[Rotary], names:
                 cos, "float32", sin=sin, layout="neox", seq_len=length, angles="float32", layers=rotary.layers))
     return tables, ""
 
-
-def _rows(array: np.ndarray[Any, Any], length: int) -> np.ndarray[Any, Any] | None:
-    squeezed = array.reshape([size for size in array.shape if size != 1] or [1])
-    if squeezed.ndim == 1 and length == 1:
-        squeezed = squeezed[None, :]
-    if squeezed.ndim != 2 or squeezed.shape[0] != length:
-        return None
-    return squeezed
