@@ -20,9 +20,11 @@ from typing import Any
 
 import attrs
 
-from .config.families import READ_KEYS
+from .config.classes import class_facts
+from .config.families import READ_KEYS, REMOTE_FAMILIES
 from .config.identify import language_model
 from .config.parse import RopeBlock, parse_config
+from .config.remote import ARCHITECTURES
 from .config.source import read_config
 from .config.validation import validate_params
 from .contract.family import ModelFamily
@@ -74,7 +76,8 @@ def load(
     """
     config, origin = read_config(source)
     registry = registry or default_registry()
-    wrapped = language_model(config)
+    config = _named_by_architecture(config, registry)
+    wrapped = language_model(config) or _declared_language_model(config, registry)
     if wrapped is not None:  # a wrapper keeping its language model under its own key: load that, paths kept
         inner, prefix = wrapped
         with _under(prefix):
@@ -93,6 +96,46 @@ def load(
         no_rope_types=parsed.no_rope_types,
         no_rope_layers=parsed.no_rope_layers,
     )
+
+
+_WRAPPER_ROPE_KEYS = ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "head_dim")
+
+
+def _named_by_architecture(config: Mapping[str, Any], registry: Registry) -> Mapping[str, Any]:
+    """A config stating no ``model_type`` whose ``architectures`` name a class a family declaration
+    claims (as vLLM chooses code by ``architectures``): read as that family's config."""
+    text = config.get("text_config")
+    architectures = config.get("architectures")
+    if config.get("model_type") is not None or (isinstance(text, Mapping) and text.get("model_type") is not None) \
+            or not isinstance(architectures, list) or any(name in ARCHITECTURES for name in architectures):
+        return config
+    family = registry.families.by_architecture(architectures)
+    if family is None:
+        return config
+    return MappingProxyType({**config, "model_type": family.model_type})
+
+
+def _declared_language_model(config: Mapping[str, Any], registry: Registry) -> tuple[Mapping[str, Any], str] | None:
+    """``(sub-config, path prefix)`` for a family declared as a wrapper (``ModelFamily.language_model``:
+    InternVL's ``llm_config``); ``None`` otherwise. A RoPE key at the wrapper's own top level is
+    refused: its code builds the language model from the sub-config alone."""
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or class_facts(model_type) is not None or model_type in REMOTE_FAMILIES:
+        return None
+    family = plugin_family(registry, model_type)
+    if family is None or not family.language_model:
+        return None
+    key = family.language_model
+    inner = config.get(key)
+    if not isinstance(inner, Mapping):
+        raise RopeConfigError(key, f"{'missing' if inner is None else 'expected an object'}: {model_type}'s code "
+                              f"builds its language model from {key!r} ({family.code or family.doc}), so its RoPE "
+                              "is stated there")
+    for name in _WRAPPER_ROPE_KEYS:
+        if config.get(name) is not None:
+            raise RopeConfigError(name, f"{model_type}'s code builds its language model from {key!r} alone and "
+                                  f"never reads its own top-level {name!r}; state it under {key!r}, or remove it")
+    return inner, key + "."
 
 
 @contextlib.contextmanager

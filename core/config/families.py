@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
 __all__ = [
@@ -39,6 +40,9 @@ class Family(NamedTuple):
     ``unserved``: what its code applies that ropekit's tables cannot express (the config is refused
     with it). ``rotates_all_without_window``: its ``no_rope_layer_types`` rotate after all when the
     config has no sliding window (EXAONE-4: ``if self.sliding_window is None or self.is_sliding``).
+    ``rope_types``: the rope_types its code applies (``None``: any), ``code`` the code that says so;
+    ``layer_configs``/``no_rope_if``: a per-layer list and the entry values meaning no RoPE there
+    (from a :class:`~ropekit.ModelFamily` declaration).
     """
 
     partial_rotary_factor: float | None = None
@@ -49,6 +53,13 @@ class Family(NamedTuple):
     forced_partial_rotary_factor: float | None = None
     unserved: str = ""
     rotates_all_without_window: bool = False
+    rope_types: frozenset[str] | None = None
+    refused_types: Mapping[str, str] = MappingProxyType({})
+    schemes: Mapping[str, str] = MappingProxyType({})
+    inert_keys: Mapping[str, str] = MappingProxyType({})
+    code: str = ""
+    layer_configs: str = ""
+    no_rope_if: Mapping[str, Any] = MappingProxyType({})
 
 
 _GPTJ = Family(layout="gptj", fixed_theta=10000.0)

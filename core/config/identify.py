@@ -92,7 +92,11 @@ def identify(config: Mapping[str, Any], *, strict: bool, plugin_family: FamilyLo
             raise NoRopeError(path, f"model_type {effective!r} applies no RoPE: {declared.no_rope} (declared by its "
                               "family plugin); there is no RoPE table to serve")
         family = Family(partial_rotary_factor=declared.partial_rotary_factor, layout=declared.layout,
-                        no_rope_layer_types=declared.no_rope_layer_types)
+                        no_rope_layer_types=declared.no_rope_layer_types, fixed_theta=declared.fixed_theta,
+                        unserved=declared.unserved, rope_types=declared.rope_types, code=declared.code,
+                        refused_types=declared.refused_types, schemes=declared.schemes,
+                        inert_keys=declared.inert_keys,
+                        layer_configs=declared.layer_configs, no_rope_if=declared.no_rope_if)
         return Identity(effective, origin, declared.defaults, family, wrapper_keys)
     if wrapper_defaults and facts is not None and effective == (_text_type_of(outer) or effective):
         defaults = {**defaults, **wrapper_defaults}

@@ -214,6 +214,8 @@ def _cross_attention_layers(view: ConfigView, layers: int | None) -> tuple[int, 
 
 def _no_rope_layers(view: ConfigView, family: Family, layers: int | None) -> tuple[int, ...]:
     """Indices of layers that apply no RoPE, from ``no_rope_layers`` (1 = uses RoPE) or the interval."""
+    if family.layer_configs:
+        return _no_rope_from_layer_configs(view, family, layers)
     listed = view.get("no_rope_layers")
     model_type = view.get("model_type")
     if model_type == "mllama_text_model" and listed is None:
@@ -240,3 +242,33 @@ def _no_rope_layers(view: ConfigView, family: Family, layers: int | None) -> tup
     assert plan is not None  # the class's own plan, derived from its code (transformers_classes.json)
     every, last = int(plan["every"]), plan["counted_from"] == "last"
     return tuple(index for index in range(layers) if ((layers - 1 - index) if last else (index + 1)) % every == 0)
+
+
+def _no_rope_from_layer_configs(view: ConfigView, family: Family, layers: int | None) -> tuple[int, ...]:
+    """Layers a family's per-layer list marks as applying no RoPE (DeciLM's ``block_configs``: an
+    attention that is ``no_op`` or ``replace_with_linear`` has no rotary). The list is required and
+    must have one object per layer, so that no layer is rotated or skipped by a guess."""
+    key = family.layer_configs
+    entries = view.get(key)
+    path = view.path(key)
+    if not isinstance(entries, list) or not entries:
+        raise RopeConfigError(path, f"missing or not a list: {view.get('model_type')}'s code builds each layer from "
+                              f"it ({family.code or 'its modeling code'}), so ropekit cannot tell which layers rotate")
+    if layers is not None and len(entries) != layers:
+        raise RopeConfigError(path, f"lists {len(entries)} layers, but the model has {layers}; they must agree")
+    found = []
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):
+            raise RopeConfigError(f"{path}[{index}]", f"expected an object, got {type(entry).__name__}")
+        if any(_dotted(entry, dotted) == value for dotted, value in family.no_rope_if.items()):
+            found.append(index)
+    return tuple(found)
+
+
+def _dotted(entry: Mapping[str, Any], dotted: str) -> Any:
+    value: Any = entry
+    for part in dotted.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value

@@ -229,12 +229,38 @@ def parse_config(
             blocks = (blocks[0]._replace(layer_type=attention[0]),)  # name the one table as its layers do
     if nested:
         _check_nested_types(plan.layer_types, raw_blocks, no_rope_types, source_path)
+    if family.rope_types is not None or family.refused_types or family.schemes:
+        blocks = _family_rope_types(view, family, blocks)
 
     _warn_ignored(view, family)
     _warn_widthless(view, blocks)
+    if family.inert_keys:  # keys its code reads without changing the table, as its declaration says
+        lookalikes = [item for item in lookalikes if item.key not in family.inert_keys]
     judge(lookalikes, functools.partial(_served, view, blocks, source), strict=strict)
     return ParsedConfig(blocks, plan.layer_types, frozenset(no_rope_types), plan.no_rope_layers,
                         view.path("num_hidden_layers"))
+
+
+def _family_rope_types(view: ConfigView, family: Family, blocks: tuple[RopeBlock, ...]) -> tuple[RopeBlock, ...]:
+    """A family declaration's rope_types: the ones its code applies (a config declaring another would
+    be served a table its model never computes: its code raises, or ignores the block), the ones it
+    refuses with a reason, and the ones its code computes its own way (served by the scheme named)."""
+    applied = family.rope_types
+    code = f" ({family.code})" if family.code else ""
+    model_type = view.get("model_type")
+    served = []
+    for block in blocks:
+        kind = block.rope_type
+        if kind in family.refused_types:
+            raise RopeConfigError(block.rope_type_path, f"{kind!r} in {model_type}'s code{code}: "
+                                  f"{family.refused_types[kind]}")
+        if applied is not None and kind not in applied and kind != "default":
+            raise RopeConfigError(block.rope_type_path, (
+                f"{kind!r} is not a rope_type {model_type}'s code{code} applies as ropekit has checked it; it "
+                f"applies {', '.join(sorted(applied | {'default'}))}. Refused rather than served a table that code "
+                "never computes"))
+        served.append(block._replace(rope_type=family.schemes[kind]) if kind in family.schemes else block)
+    return tuple(served)
 
 
 def _served(view: ConfigView, blocks: tuple[RopeBlock, ...], source: Mapping[str, Any], fact: str) -> Any:
@@ -377,6 +403,11 @@ _UNSERVED: Mapping[str, tuple[object, str]] = {
 
 
 def _refuse_unserved(view: ConfigView) -> None:
+    if isinstance(view.get("rotary"), Mapping):
+        raise RopeConfigError(view.path("rotary"), (
+            f"{view.get('rotary')!r}: an object here is InternLM's 2023 spelling ({{base, type, scaling_factor}}); "
+            "ropekit reads InternLM's 2024 keys, rope_theta and rope_scaling, and has not checked this form against "
+            "that code: state them instead"))
     for key, (served, why) in _UNSERVED.items():
         value = view.get(key)
         if value is not None and (value != served or isinstance(value, bool) != isinstance(served, bool)):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -39,6 +39,22 @@ def _names(value: Any) -> frozenset[str]:
     return frozenset(value)
 
 
+def _examples(value: Iterable[Example]) -> tuple[Example, ...]:
+    return tuple(value)
+
+
+def _optional_names(value: Any) -> frozenset[str] | None:
+    return None if value is None else frozenset(value)
+
+
+def _name_tuple(value: Any) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _is_name(value: Any) -> bool:
+    return isinstance(value, str) and bool(value) and value.isprintable() and not any(c.isspace() for c in value)
+
+
 @attrs.frozen
 class ModelFamily:
     """What a family's code does beyond its config, for a ``model_type`` ropekit does not know.
@@ -50,6 +66,27 @@ class ModelFamily:
     states none; ``no_rope_layer_types`` the layer types it does not rotate; ``defaults`` the class
     defaults for config keys ropekit reads (``hidden_size``, ``rope_theta``, ...), used where a
     config leaves them out. ``examples`` are configs of the family with the table they must give.
+
+    The family's own code, when it does more than a config says:
+
+    - ``code``: the code the declaration was checked against (``owner/repo@commit path``), shown by
+      ``ropekit list`` and in errors;
+    - ``architectures``: the class names in a config's ``architectures`` that identify the family
+      when the config states no ``model_type`` (as engines choose code: vLLM by ``architectures``);
+    - ``rope_types``: the rope_types its code applies (``None``: any ropekit serves); a config
+      declaring another is refused naming this family, since its code would raise or ignore it;
+      ``refused_types`` says why for a rope_type its code means differently from ropekit's scheme;
+    - ``schemes``: a rope_type its code computes its own way, and the rope_type (scheme) that serves
+      it that way (MiniCPM4's ``longrope`` is ``minicpm_longrope``);
+    - ``fixed_theta``: a base its code hard-codes (a config stating another is refused);
+    - ``unserved``: what its code applies that no rope_type expresses (every config is refused with it);
+    - ``language_model``: the key under which a wrapper keeps its language model's config
+      (InternVL's ``llm_config``): that sub-config is served, as the wrapper's code builds it;
+    - ``inert_keys``: keys that look like RoPE which its code reads without changing the table (phi-2's
+      ``flash_rotary`` picks a fused kernel of the same rotation), each with why: accepted, not refused;
+    - ``layer_configs`` and ``no_rope_if``: a per-layer list of objects (DeciLM's ``block_configs``)
+      and the values inside an entry (dotted paths, ``{"attention.no_op": true}``) that mean the
+      layer applies no RoPE.
     """
 
     model_type: str
@@ -59,7 +96,18 @@ class ModelFamily:
     no_rope: str = ""
     no_rope_layer_types: frozenset[str] = attrs.field(default=frozenset(), converter=_names)
     defaults: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
-    examples: tuple[Example, ...] = attrs.field(default=(), converter=tuple)
+    examples: tuple[Example, ...] = attrs.field(default=(), converter=_examples)
+    code: str = ""
+    architectures: tuple[str, ...] = attrs.field(default=(), converter=_name_tuple)
+    rope_types: frozenset[str] | None = attrs.field(default=None, converter=_optional_names)
+    refused_types: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    schemes: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    inert_keys: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    fixed_theta: float | None = None
+    unserved: str = ""
+    language_model: str = ""
+    layer_configs: str = ""
+    no_rope_if: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.model_type, str) or not self.model_type or not self.model_type.isprintable() \
@@ -85,6 +133,39 @@ class ModelFamily:
                                        f"{value!r}")
         if not all(isinstance(example, Example) for example in self.examples):
             raise DeclarationError(f"family {self.model_type!r}: examples must be ropekit.Example values")
+        self._check_code_facts()
+
+    def _check_code_facts(self) -> None:
+        name = self.model_type
+        for field in ("code", "unserved"):
+            if not isinstance(getattr(self, field), str):
+                raise DeclarationError(f"family {name!r}: {field} must be a string, got {getattr(self, field)!r}")
+        if not all(_is_name(arch) for arch in self.architectures):
+            raise DeclarationError(f"family {name!r}: architectures must be class names, got {self.architectures!r}")
+        if self.rope_types is not None and not all(_is_name(kind) for kind in self.rope_types):
+            raise DeclarationError(f"family {name!r}: rope_types must name rope_types, got {sorted(self.rope_types)!r}")
+        for field in ("refused_types", "schemes", "inert_keys"):
+            for kind, value in getattr(self, field).items():
+                if not _is_name(kind) or not isinstance(value, str) or not value.strip():
+                    raise DeclarationError(f"family {name!r}: {field} must map rope_type names to "
+                                           f"{'rope_type names' if field == 'schemes' else 'reasons'}, "
+                                           f"got {kind!r}: {value!r}")
+        theta = self.fixed_theta
+        if theta is not None and (isinstance(theta, bool) or not isinstance(theta, (int, float))
+                                  or not math.isfinite(theta) or theta <= 1):
+            raise DeclarationError(f"family {name!r}: fixed_theta must be a base above 1, got {theta!r}")
+        for field in ("language_model", "layer_configs"):
+            value = getattr(self, field)
+            if not isinstance(value, str) or (value and not _is_name(value)):
+                raise DeclarationError(f"family {name!r}: {field} must be a config key, got {value!r}")
+        if bool(self.layer_configs) != bool(self.no_rope_if):
+            raise DeclarationError(f"family {name!r}: layer_configs and no_rope_if go together (the per-layer list, "
+                                   "and the values in an entry that mean the layer applies no RoPE)")
+        for path, value in self.no_rope_if.items():
+            if not isinstance(path, str) or not all(_is_name(part) for part in path.split(".")) \
+                    or not _is_json(value):
+                raise DeclarationError(f"family {name!r}: no_rope_if[{path!r}] must map a dotted key path to a "
+                                       f"JSON value, got {value!r}")
 
 
 def _is_json(value: Any) -> bool:

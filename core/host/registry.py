@@ -383,6 +383,26 @@ class FamilyRegistry(_Host):
         family: ModelFamily = self._cached(model_type, lambda: self._load(model_type, claims))
         return family
 
+    def by_architecture(self, architectures: Iterable[str]) -> ModelFamily | None:
+        """The family whose declaration names one of ``architectures`` (a config's class names), or
+        ``None``. Imports every family plugin on first use, so it is asked only for a config that
+        states no ``model_type``; a plugin that fails to load is skipped here (it is reported when a
+        config names its model_type). Two families naming the same class are a conflict."""
+        wanted = [name for name in architectures if isinstance(name, str)]
+        found: dict[str, ModelFamily] = {}
+        for model_type in self.claims():
+            try:
+                family = self.family(model_type)
+            except PluginError:
+                continue
+            if family is not None and any(name in family.architectures for name in wanted):
+                found[model_type] = family
+        if len(found) > 1:
+            owners = ", ".join(f"{name} ({getattr(self.owner(name), 'distribution', '?')})" for name in sorted(found))
+            raise DuplicateSchemeError(wanted[0], "?", f"architectures {wanted} are claimed by the families {owners}; "
+                                       "block all but one (ROPEKIT_BLOCK) or state the model_type", kind=self._kind)
+        return next(iter(found.values()), None)
+
     def _load(self, model_type: str, claims: tuple[PluginInfo, ...]) -> ModelFamily:
         declared, info = self._declaration(model_type, claims)
         assert isinstance(declared, ModelFamily)

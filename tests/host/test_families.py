@@ -138,8 +138,11 @@ def test_list_and_check_plugin_show_families(make_dist: MakeDist, tmp_path: Path
                               env={"PYTHONPATH": str(site), "PATH": ""})
 
     listed = json.loads(run("list", "--json").stdout)
-    assert [row["model_type"] for row in listed["families"]] == ["acme_lm"]
-    assert listed["families"][0]["doc"].startswith("Acme-LM") and listed["families"][0]["status"] == "loaded"
+    third_party = [row for row in listed["families"] if row["distribution"] != "ropekit"]  # beside the built-ins
+    assert [row["model_type"] for row in third_party] == ["acme_lm"]
+    assert third_party[0]["doc"].startswith("Acme-LM") and third_party[0]["status"] == "loaded"
+    builtin = {row["model_type"] for row in listed["families"] if row["distribution"] == "ropekit"}
+    assert {"internlm2", "mimo"} <= builtin
     assert "model families" in run("list").stdout
     passed = run("check-plugin", "--family", "acme_lm", "--json")
     assert passed.returncode == 0 and json.loads(passed.stdout)["passed"] is True
