@@ -315,6 +315,111 @@ def phi3_small(config: Mapping[str, Any], seq_len: int | None = None) -> FamilyT
 
 
 # --------------------------------------------------------------------------------------------------
+# Remote-code families served by built-in declarations (plugins/families/)
+# --------------------------------------------------------------------------------------------------
+
+
+def _llama_style(config: Mapping[str, Any], seq_len: int | None, dim: int, base: float, family: str,
+                 types: tuple[str, ...]) -> FamilyTable:
+    """The Llama-4.40-era rotary most remote families copy: ``inv_freq = 1 / base ** (arange(0, dim, 2)
+    / dim)``, ``cat(freqs, freqs)`` with ``rotate_half`` (neox pairs) over ``dim``; ``rope_scaling``
+    ``{"type", "factor"}``: ``linear`` divides positions by factor (folded into inv_freq here);
+    ``dynamic`` at ``seq_len > max_position_embeddings`` grows the base to
+    ``base * (factor * seq_len / max_pos - (factor - 1)) ** (dim / (dim - 2))``."""
+    scaling = config.get("rope_scaling")
+    kind = scaling.get("type", scaling.get("rope_type")) if isinstance(scaling, Mapping) else None
+    if kind is not None and kind not in types:
+        raise ValueError(f"{family}'s code raises for rope_scaling type {kind!r}")
+    inv_freq = _plain(base, dim)
+    notes = f"{family}: rotate-half over {dim} dims, base {base:g}"
+    if kind == "linear":
+        inv_freq = inv_freq / float(scaling["factor"])
+        notes += f", positions / {scaling['factor']}"
+    elif kind == "dynamic":
+        factor, longest = float(scaling["factor"]), int(config["max_position_embeddings"])
+        if seq_len is not None and seq_len > longest:
+            grown = base * ((factor * seq_len / longest) - (factor - 1)) ** (dim / (dim - 2))
+            inv_freq = _plain(grown, dim)
+            notes += f", dynamic NTK at seq_len {seq_len}: base {grown:.6g}"
+        else:
+            notes += f", dynamic NTK inactive at seq_len {seq_len} (<= {longest})"
+    return FamilyTable(inv_freq, dim, "neox", 1.0, notes)
+
+
+def internlm2(config: Mapping[str, Any], seq_len: int | None = None) -> FamilyTable:
+    """InternLM2 / InternLM2.5 remote code (InternLM/xtuner@98c193e3 ``_lite/modelings/internlm2/``).
+
+    ``modeling_internlm2.py``: ``self.head_dim = self.hidden_size // self.num_heads`` (L238);
+    ``InternLM2RotaryEmbedding(..., base=self.rope_theta)`` with ``inv_freq = 1.0 / (self.base **
+    (torch.arange(0, self.dim, 2, dtype=torch.int64).float() / self.dim))`` (L108); ``_init_rope``:
+    ``"linear"`` -> ``position_ids.float() / self.scaling_factor`` (L133-135), ``"dynamic"`` ->
+    ``seq_len = torch.max(position_ids) + 1; if seq_len > self.max_position_embeddings: base = self.base
+    * ((self.scaling_factor * seq_len / self.max_position_embeddings) - (self.scaling_factor - 1)) **
+    (self.dim / (self.dim - 2))`` (L144-152), anything else ``raise ValueError`` (L285). ``rotate_half``
+    over halves (L158-162). ``configuration_internlm2.py``: ``rope_theta=10000`` (L114).
+    """
+    dim = int(config["hidden_size"]) // int(config["num_attention_heads"])
+    return _llama_style(config, seq_len, dim, float(config.get("rope_theta", 10000)), "InternLM2",
+                        ("linear", "dynamic"))
+
+
+def mimo(config: Mapping[str, Any]) -> FamilyTable:
+    """MiMo remote code (XiaomiMiMo/MiMo@43be2d82 ``configuration_mimo.py``, ``modeling_mimo.py``):
+    ``class MiMoConfig(Qwen2Config)`` and ``from transformers.models.qwen2.modeling_qwen2 import
+    Qwen2Attention, ...``: transformers' Qwen2 rotary over ``head_dim`` (``getattr(config, "head_dim",
+    None) or hidden_size // num_attention_heads``), rotate-half, base ``rope_theta``; its MTP layers
+    are Qwen2 attention layers with the same rotary."""
+    dim = int(config.get("head_dim") or int(config["hidden_size"]) // int(config["num_attention_heads"]))
+    return _llama_style(config, None, dim, float(config["rope_theta"]), "MiMo (transformers' Qwen2 code)", ())
+
+
+def phi3_v(config: Mapping[str, Any], seq_len: int | None = None) -> FamilyTable:
+    """Phi-3-vision remote code (modeling_phi3_v.py; copy Aritra02091998/Phi-3-vision-128k-instruct-...@16e16b08).
+
+    ``Phi3SuScaledRotaryEmbedding``: ``self.original_max_position_embeddings =
+    config.original_max_position_embeddings`` (top level); ``forward``: ``seq_len = torch.max(position_ids)
+    + 1``, ``if seq_len > self.original_max_position_embeddings: ext_factors = long_factor else
+    short_factor``, ``inv_freq = 1.0 / (ext_factors * self.base ** (arange(0, dim, 2) / dim))``; ``scale
+    = max_position_embeddings / original``, ``scaling_factor = 1.0 if scale <= 1.0 else sqrt(1 +
+    log(scale) / log(original))``, ``cos = emb.cos() * scaling_factor`` (sin too). ``head_dim =
+    hidden_size // num_attention_heads``, rotate-half.
+    """
+    dim = int(config["hidden_size"]) // int(config["num_attention_heads"])
+    scaling, original = config["rope_scaling"], int(config["original_max_position_embeddings"])
+    long = seq_len is not None and seq_len > original
+    ext = np.asarray(scaling["long_factor" if long else "short_factor"], dtype=np.float64)
+    scale = float(config["max_position_embeddings"]) / original
+    factor = 1.0 if scale <= 1.0 else math.sqrt(1 + math.log(scale) / math.log(original))
+    notes = f"Phi-3-vision su: {'long' if long else 'short'} factors at seq_len {seq_len}, cos/sin x {factor:.6g}"
+    return FamilyTable(_plain(float(config["rope_theta"]), dim) / ext, dim, "neox", factor, notes)
+
+
+def phi_msft(config: Mapping[str, Any]) -> FamilyTable:
+    """phi-1.5/phi-2 MixFormer remote code (modeling_phi.py; corpus copies 57501100238, 9655640326).
+
+    ``MHA.__init__``: ``self.rotary_emb_dim = rotary_dim if rotary_dim is not None else getattr(config,
+    "rotary_dim", 0)``, ``RotaryEmbedding(self.rotary_emb_dim, **rotary_kwargs)`` (no base passed:
+    ``base: int = 10000``); ``_compute_inv_freq``: ``1.0 / (self.base ** (torch.arange(0, self.dim, 2) /
+    self.dim))``; ``_apply_rotary_emb_qkv``: ``q_rot = qkv[..., :rotary_dim]``, ``q1, q2 =
+    q_rot.chunk(2, dim=-1)``, ``[q1 * c - q2 * s, q1 * s + q2 * c]`` (halves: neox).
+    """
+    dim = int(config.get("rotary_dim", 32))
+    return FamilyTable(_plain(10000.0, dim), dim, "neox", 1.0,
+                       f"phi-msft: the first {dim} of {int(config['n_embd']) // int(config['n_head'])} channels, "
+                       "halves paired, base 10000 (the module's default)")
+
+
+def minicpm(config: Mapping[str, Any]) -> FamilyTable:
+    """MiniCPM-2B remote code (HwwwwwwwH/MiniCPM-V-2@84ce9b02 modeling_minicpm.py), which MiniCPM-V-2
+    builds from its top-level keys (``MiniCPMVConfig(MiniCPMConfig)``): ``self.head_dim =
+    self.hidden_size // self.num_heads`` (L369), ``MiniCPMRotaryEmbedding(self.head_dim, ...,
+    base=self.rope_theta)`` with ``inv_freq = 1.0 / (self.base ** (torch.arange(0, self.dim, 2).float() /
+    self.dim))`` (L142-150), rotate-half (L252); ``rope_scaling`` linear / dynamic as Llama's."""
+    dim = int(config["hidden_size"]) // int(config["num_attention_heads"])
+    return _llama_style(config, None, dim, float(config.get("rope_theta", 10000.0)), "MiniCPM", ("linear", "dynamic"))
+
+
+# --------------------------------------------------------------------------------------------------
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -336,6 +441,19 @@ def build() -> dict[str, dict[str, Any]]:
         out[f"qwen-7b.json@seq_len={seq_len}"] = qwen(qwen_cfg, seq_len).to_json()
     out["gpt-j-6b.json"] = gptj(_load("gpt-j-6b.json")).to_json()
     out["phi-3-small-8k-instruct.json"] = phi3_small(_load("phi-3-small-8k-instruct.json")).to_json()
+    internlm2_cfg = _load("internlm2_5-7b-chat.json")
+    out["internlm2_5-7b-chat.json"] = internlm2(internlm2_cfg).to_json()
+    longest = int(internlm2_cfg["max_position_embeddings"])
+    for seq_len in (longest, longest + 1, 2 * longest, 3 * longest):
+        out[f"internlm2_5-7b-chat.json@seq_len={seq_len}"] = internlm2(internlm2_cfg, seq_len).to_json()
+    out["mimo-7b-base.json"] = mimo(_load("mimo-7b-base.json")).to_json()
+    phi3v_cfg = _load("phi-3-vision-128k-instruct.json")
+    out["phi-3-vision-128k-instruct.json"] = phi3_v(phi3v_cfg).to_json()
+    original = int(phi3v_cfg["original_max_position_embeddings"])
+    for seq_len in (original, original + 1, 32 * original):
+        out[f"phi-3-vision-128k-instruct.json@seq_len={seq_len}"] = phi3_v(phi3v_cfg, seq_len).to_json()
+    out["phixtral-4x2_8.json"] = phi_msft(_load("phixtral-4x2_8.json")).to_json()
+    out["minicpm-v-2.json"] = minicpm(_load("minicpm-v-2.json")).to_json()
     return out
 
 

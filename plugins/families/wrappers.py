@@ -1,0 +1,97 @@
+"""Remote-code wrappers whose language model is a sub-config of a model_type ropekit serves.
+
+A vision- or audio-language model whose own code builds its language model from one key of its
+config (``llm_config``, ``text_config``, ``language_config``) and rotates nothing itself: ropekit
+serves that sub-config, as its code builds it, with errors and warnings naming the full path
+(``llm_config.rope_theta``). The key each wrapper reads is the one its remote configuration class
+and vLLM 0.32's model file (``init_vllm_registered_model(..., hf_config=...)``) read. Each entry point
+of the ``ropekit.families`` group names one of the plugin objects below (``module:ATTRIBUTE``).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from ropekit import Example, ModelFamily, hookimpl
+
+__all__ = ["BAGEL", "INTERNVL_CHAT", "KIMI_VL", "LLAMA_NEMOTRON_NANO_VL", "NVLM_D", "OPENVLA", "OVIS"]
+
+
+def _plugin(family: ModelFamily) -> SimpleNamespace:
+    """A plugin object whose ``ropekit_family`` hook returns ``family``."""
+
+    @hookimpl
+    def ropekit_family() -> ModelFamily:
+        return family
+
+    return SimpleNamespace(ropekit_family=ropekit_family, FAMILY=family)
+
+
+def _example(model_type: str, key: str, inner: str = "qwen2") -> tuple[Example, ...]:
+    """A wrapper around a small language model of ``inner``'s code: d = 4, base 10000 -> (1, 0.01)."""
+    language_model: dict[str, object] = {"model_type": inner, "hidden_size": 8, "num_attention_heads": 2,
+                                         "rope_theta": 10000.0}
+    if inner == "deepseek_v3":
+        language_model.update(qk_rope_head_dim=4, qk_nope_head_dim=4, v_head_dim=4, kv_lora_rank=4)
+    return (Example(f"{model_type}-{inner}-d4", {"model_type": model_type, key: language_model}, (1.0, 0.01)),)
+
+
+INTERNVL_CHAT = _plugin(ModelFamily(
+    model_type="internvl_chat",
+    doc="InternVL (remote code): its language model is llm_config (InternLM2, Qwen2, Llama, Qwen3, ...)",
+    code="configuration_internvl_chat.py (llm_config built by its architectures); vllm/model_executor/models/"
+         "internvl.py: init_vllm_registered_model(hf_config=config.text_config), text_config aliasing llm_config",
+    architectures=("InternVLChatModel",),
+    language_model="llm_config",
+    examples=_example("internvl_chat", "llm_config", "qwen2"),
+))
+NVLM_D = _plugin(ModelFamily(
+    model_type="NVLM_D",
+    doc="NVLM-D (InternVL's remote code): its language model is llm_config (Qwen2)",
+    code="vllm/model_executor/models/nvlm_d.py (InternVL's path: hf_config=config.text_config, from llm_config)",
+    architectures=("NVLM_D",),
+    language_model="llm_config",
+    examples=_example("NVLM_D", "llm_config", "qwen2"),
+))
+LLAMA_NEMOTRON_NANO_VL = _plugin(ModelFamily(
+    model_type="Llama_Nemotron_Nano_VL",
+    doc="Llama-Nemotron-Nano-VL (remote code): its language model is llm_config (Llama-3.1)",
+    code="vllm/model_executor/models/nemotron_vl.py: init_vllm_registered_model(hf_config=config.get_text_config()),"
+         " llm_config",
+    architectures=("Llama_Nemotron_Nano_VL",),
+    language_model="llm_config",
+    examples=_example("Llama_Nemotron_Nano_VL", "llm_config", "llama"),
+))
+OVIS = _plugin(ModelFamily(
+    model_type="ovis",
+    doc="Ovis (remote code): its language model is llm_config (Qwen2, Llama, Gemma-2)",
+    code="vllm/model_executor/models/ovis.py: init_vllm_registered_model(with_hf_config(config.get_text_config()))",
+    architectures=("Ovis",),
+    language_model="llm_config",
+    examples=_example("ovis", "llm_config", "qwen2"),
+))
+BAGEL = _plugin(ModelFamily(
+    model_type="bagel",
+    doc="BAGEL (remote code): its language model is llm_config (Qwen2)",
+    code="vllm/model_executor/models/bagel.py: hf_config=config.llm_config, architectures ['Qwen2ForCausalLM']",
+    architectures=("BagelForConditionalGeneration",),
+    language_model="llm_config",
+    examples=_example("bagel", "llm_config", "qwen2"),
+))
+KIMI_VL = _plugin(ModelFamily(
+    model_type="kimi_vl",
+    doc="Kimi-VL (remote code): its language model is text_config (DeepSeek-V3's code)",
+    code="vllm/transformers_utils/configs/kimi_vl.py (KimiVLConfig.text_config: DeepseekV3Config); "
+         "vllm/model_executor/models/kimi_vl.py builds DeepseekV2ForCausalLM from it",
+    architectures=("KimiVLForConditionalGeneration",),
+    language_model="text_config",
+    examples=_example("kimi_vl", "text_config", "deepseek_v3"),
+))
+OPENVLA = _plugin(ModelFamily(
+    model_type="openvla",
+    doc="OpenVLA (remote code): its language model is text_config (Llama-2)",
+    code="vllm/model_executor/models/openvla.py: init_vllm_registered_model(hf_config=config.text_config)",
+    architectures=("OpenVLAForActionPrediction",),
+    language_model="text_config",
+    examples=_example("openvla", "text_config", "llama"),
+))

@@ -1,0 +1,178 @@
+"""The built-in family declarations (``plugins/families/``): each family's published configs give
+the table its own remote code computes (numpy ports in ``scripts/family_reference.py``, the code
+quoted in ``tests/data/configs/published/REMOTE_CODE.md``), each declaration passes the conformance
+suite a third party's would, and what the code refuses is refused by name."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ropekit
+from ropekit import Registry
+from ropekit.testing import check_family
+
+from ..support import CONFIGS
+
+FAMILIES = CONFIGS / "families"
+REFERENCE: dict[str, Any] = json.loads((FAMILIES / "reference.json").read_text(encoding="utf-8"))
+BUILTIN = Registry(read_env=False).families
+BUILTIN_TYPES = sorted(name for name in BUILTIN.names() if (owner := BUILTIN.owner(name)) and
+                       owner.distribution == "ropekit")
+WRAPPERS = sorted(name for name in BUILTIN_TYPES if (family := BUILTIN.family(name)) and family.language_model)
+ROTATING = sorted(set(BUILTIN_TYPES) - set(WRAPPERS))
+CASES = sorted(name for name in REFERENCE
+               if json.loads((FAMILIES / name.split("@")[0]).read_text()).get("model_type") in BUILTIN_TYPES)
+
+EXPECTED_WARNINGS = {
+    # MiMo's config states use_mrope false; Qwen2's code reads no such key, and false is what is served
+    "mimo-7b-base.json": [r"^use_mrope: not read by ropekit; its value False states what ropekit serves"],
+}
+
+
+def _load(name: str) -> ropekit.ModelRope:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = ropekit.load(FAMILIES / name)
+    expected = EXPECTED_WARNINGS.get(name, [])
+    messages = [str(warning.message) for warning in caught]
+    assert len(messages) == len(expected), messages
+    for message, pattern in zip(messages, expected, strict=True):
+        assert re.search(pattern, message), message
+    return model
+
+
+def test_every_builtin_family_that_rotates_has_a_config_checked_against_its_code() -> None:
+    checked = {json.loads((FAMILIES / name.split("@")[0]).read_text())["model_type"] for name in CASES}
+    assert set(ROTATING) - checked == set()
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_published_config_gets_the_table_its_own_code_computes(name: str) -> None:
+    file, _, at = name.partition("@seq_len=")
+    expected = REFERENCE[name]
+    model = _load(file)
+    table = model.table.at(int(at)) if at else model.table
+    np.testing.assert_allclose(table.inv_freq, expected["inv_freq"], rtol=1e-12, atol=0)
+    assert (table.rotary_dim, table.layout) == (expected["rotary_dim"], expected["layout"])
+    assert table.attention_factor == pytest.approx(expected["attention_factor"], rel=1e-12)
+
+
+@pytest.mark.parametrize("model_type", BUILTIN_TYPES)
+def test_every_builtin_declaration_passes_the_conformance_suite(model_type: str) -> None:
+    checked = check_family(model_type, registry=Registry(read_env=False))
+    assert checked[:2] == ["entry_point", "declaration"] and len(checked) > 2  # at least one example ran
+
+
+@pytest.mark.parametrize("model_type", BUILTIN_TYPES)
+def test_every_builtin_declaration_names_the_code_it_was_checked_against(model_type: str) -> None:
+    family = BUILTIN.family(model_type)
+    assert family is not None and family.code and family.model_type == model_type
+
+
+def test_internlm2_refuses_a_scaling_type_its_code_raises_for() -> None:
+    config = json.loads((FAMILIES / "internlm2_5-7b-chat.json").read_text())
+    config["rope_scaling"] = {"type": "yarn", "factor": 2.0}
+    with pytest.raises(ropekit.RopeConfigError, match=r"'yarn' is not a rope_type internlm2's code .* applies as "
+                       r"ropekit has checked it; it applies default, dynamic, linear") as caught:
+        ropekit.load(config)
+    assert caught.value.path == "rope_scaling.type"
+
+
+def test_a_config_without_model_type_is_identified_by_its_architectures() -> None:
+    config = json.loads((FAMILIES / "internlm2_5-7b-chat.json").read_text())
+    del config["model_type"]
+    model = ropekit.load(config)
+    np.testing.assert_allclose(model.table.inv_freq, REFERENCE["internlm2_5-7b-chat.json"]["inv_freq"], rtol=1e-12)
+    assert model.table.rope_type == "dynamic"
+
+
+def test_architectures_naming_no_declared_family_stay_unknown() -> None:
+    with pytest.raises(ropekit.UnknownModelTypeError, match="auto_map"):
+        ropekit.load({"architectures": ["AcmeForCausalLM"], "auto_map": {"AutoConfig": "x.Y"}, "hidden_size": 64,
+                      "num_attention_heads": 1})
+
+
+@pytest.mark.parametrize("model_type", WRAPPERS)
+def test_a_wrapper_serves_its_language_model_naming_the_full_path(model_type: str) -> None:
+    family = BUILTIN.family(model_type)
+    assert family is not None
+    key = family.language_model
+    inner = {"model_type": "internlm2", "hidden_size": 64, "num_attention_heads": 2, "rope_theta": 1e6}
+    table = ropekit.load({"model_type": model_type, key: inner}).table
+    np.testing.assert_allclose(table.inv_freq, 1e6 ** -(np.arange(0, 32, 2) / 32), rtol=1e-15)
+    with pytest.raises(ropekit.RopeConfigError) as caught:
+        ropekit.load({"model_type": model_type, key: {**inner, "rope_scaling": {"type": "yarn", "factor": 2.0}}})
+    assert caught.value.path == f"{key}.rope_scaling.type"
+    with pytest.raises(ropekit.RopeConfigError, match=f"builds its language model from {key!r}") as missing:
+        ropekit.load({"model_type": model_type})
+    assert missing.value.path == key
+    with pytest.raises(ropekit.RopeConfigError, match="never reads its own top-level 'rope_theta'"):
+        ropekit.load({"model_type": model_type, key: inner, "rope_theta": 5e5})
+
+
+def test_a_layer_list_says_which_layers_apply_no_rope() -> None:
+    blocks: list[dict[str, Any]] = [
+        {"attention": {"no_op": False, "replace_with_linear": False}},
+        {"attention": {"no_op": True, "replace_with_linear": False}},
+        {"attention": {"no_op": False, "replace_with_linear": True}},
+        {"attention": {"n_heads_in_group": 8}}]
+    config = {"model_type": "nemotron-nas", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 4,
+              "rope_theta": 5e5, "block_configs": blocks}
+    model = ropekit.load(config)
+    assert [model.for_layer(index) is not None for index in range(4)] == [True, False, False, True]
+    assert model.to_json()["no_rope_layers"] == [1, 2]
+    with pytest.raises(ropekit.RopeConfigError, match="lists 3 layers, but the model has 4") as caught:
+        ropekit.load({**config, "block_configs": blocks[:3]})
+    assert caught.value.path == "block_configs"
+    with pytest.raises(ropekit.RopeConfigError, match="cannot tell which layers rotate"):
+        ropekit.load({key: value for key, value in config.items() if key != "block_configs"})
+
+
+def test_phi_msft_serves_its_rotary_dim_and_refuses_a_base_its_code_ignores() -> None:
+    config = json.loads((FAMILIES / "phixtral-4x2_8.json").read_text())
+    with pytest.raises(ropekit.RopeConfigError, match="phi-msft's code ignores it") as caught:
+        ropekit.load({**config, "rope_theta": 5e5})
+    assert caught.value.path == "rope_theta"
+    flashy = ropekit.load({**config, "flash_rotary": True}).table  # a fused kernel of the same rotation
+    assert flashy.rotary_dim == 32 and flashy.head_dim == 80
+
+
+def test_minicpm4_longrope_uses_the_factor_set_of_its_cache_at_every_length() -> None:
+    long = [1.0 + index for index in range(16)]
+    config = {"model_type": "minicpm", "hidden_size": 64, "num_attention_heads": 2, "max_position_embeddings": 65536,
+              "rope_theta": 10000.0, "rope_scaling": {"rope_type": "longrope", "short_factor": [1.0] * 16,
+                                                      "long_factor": long, "original_max_position_embeddings": 32768}}
+    table = ropekit.load(config).table
+    assert table.rope_type == "minicpm_longrope" and not table.seq_len_dependent
+    np.testing.assert_allclose(table.inv_freq, 1e4 ** -(np.arange(0, 32, 2) / 32) / np.array(long), rtol=1e-15)
+    assert table.attention_factor == pytest.approx((1 + np.log(2) / np.log(32768)) ** 0.5, rel=1e-15)
+    equal = ropekit.load({**config, "max_position_embeddings": 32768}).table  # the cache's length is the original
+    np.testing.assert_allclose(equal.inv_freq, 1e4 ** -(np.arange(0, 32, 2) / 32), rtol=1e-15)
+    assert equal.attention_factor == 1.0
+
+
+def test_a_rotary_object_is_refused_naming_internlms_2023_spelling() -> None:
+    with pytest.raises(ropekit.RopeConfigError, match="InternLM's 2023 spelling") as caught:
+        ropekit.load({"model_type": "internlm", "hidden_size": 64, "num_attention_heads": 2,
+                      "rotary": {"base": 10000, "type": "dynamic"}})
+    assert caught.value.path == "rotary"
+
+
+@pytest.mark.parametrize(("model_type", "kind", "match"), [
+    ("internlm", "linear", "raises ValueError"),
+    ("phi3_v", "yarn", "own YaRN variant"),
+    ("orion", "linear", "applies as ropekit has checked it; it applies default"),
+    ("phi-msft", "linear", "applies as ropekit has checked it; it applies default"),
+])
+def test_a_scaling_its_code_does_not_apply_is_refused_by_name(model_type: str, kind: str, match: str) -> None:
+    config = {"model_type": model_type, "hidden_size": 64, "num_attention_heads": 2, "n_embd": 64, "n_head": 2,
+              "rope_scaling": {"type": kind, "factor": 2.0}}
+    with pytest.raises(ropekit.RopeConfigError, match=match) as caught:
+        ropekit.load(config)
+    assert caught.value.path == "rope_scaling.type"
