@@ -136,7 +136,6 @@ def test_vllms_rotary_for_a_remote_code_family_against_its_own_code(case: str, t
 
 def test_minicpm4_longrope_differs_once_max_model_len_is_cut_to_the_original(tmp_path: Path) -> None:
     document = {**BASE, **CASES["minicpm4-longrope"][0]}
-    module, _ = vllm_rotary(document, tmp_path)
     rotary_embedding._ROPE_DICT.clear()
     with vllm_load(tmp_path / "short", 128):
         config = PretrainedConfig()
