@@ -22,7 +22,8 @@ FAMILY = ModelFamily(
     architectures=("TelechatForCausalLM", "TeleChat2ForCausalLM"),
     unserved="its code ignores any base in the config (10000) and recomputes the table for the context's total "
              "length on every step: base 10000 * alpha ** (d / (d - 2)), "
-             "alpha = 2 ** ceil(log2(len / base_seqlen) + 1) - 1, with cos and sin multiplied by 0.1 * ln(len / training_seqlen) + 1; no rope_type serves that rule "
+             "alpha = 2 ** ceil(log2(len / base_seqlen) + 1) - 1, with cos and sin multiplied by "
+             "0.1 * ln(len / training_seqlen) + 1; no rope_type serves that rule "
              "(it equals plain RoPE at base 10000 only while the context stays within base_seqlen)",
 )
 
