@@ -14,7 +14,10 @@ from types import SimpleNamespace
 
 from ropekit import Example, ModelFamily, hookimpl
 
-__all__ = ["BAGEL", "INTERNVL_CHAT", "KIMI_VL", "LLAMA_NEMOTRON_NANO_VL", "NVLM_D", "OPENVLA", "OVIS"]
+__all__ = [
+    "BAGEL", "FUNAUDIOCHAT", "INTERNVL_CHAT", "INTERN_S2_PREVIEW", "KIMI_VL", "LLAMA_NEMOTRON_NANO_VL", "MIDASHENGLM",
+    "MIMOVL", "NVLM_D", "OPENVLA", "OVIS", "STEP3_VL", "ULTRAVOX",
+]
 
 
 def _plugin(family: ModelFamily) -> SimpleNamespace:
@@ -29,7 +32,7 @@ def _plugin(family: ModelFamily) -> SimpleNamespace:
 
 def _example(model_type: str, key: str, inner: str = "qwen2") -> tuple[Example, ...]:
     """A wrapper around a small language model of ``inner``'s code: d = 4, base 10000 -> (1, 0.01)."""
-    language_model: dict[str, object] = {"model_type": inner, "hidden_size": 8, "num_attention_heads": 2,
+    language_model: dict[str, object] = {"model_type": inner, "hidden_size": 8, "num_attention_heads": 2, "head_dim": 4,
                                          "rope_theta": 10000.0}
     if inner == "deepseek_v3":
         language_model.update(qk_rope_head_dim=4, qk_nope_head_dim=4, v_head_dim=4, kv_lora_rank=4)
@@ -94,4 +97,55 @@ OPENVLA = _plugin(ModelFamily(
     architectures=("OpenVLAForActionPrediction",),
     language_model="text_config",
     examples=_example("openvla", "text_config", "llama"),
+))
+FUNAUDIOCHAT = _plugin(ModelFamily(
+    model_type="funaudiochat",
+    doc="Fun-Audio-Chat (remote code): its language model is text_config (Qwen3)",
+    code="vllm/transformers_utils/configs/funaudiochat.py; vllm/model_executor/models/funaudiochat.py builds "
+         "Qwen3ForCausalLM from text_config",
+    architectures=("FunAudioChatForConditionalGeneration",),
+    language_model="text_config",
+    examples=_example("funaudiochat", "text_config", "qwen3"),
+))
+INTERN_S2_PREVIEW = _plugin(ModelFamily(
+    model_type="intern_s2_preview",
+    doc="Intern-S2-Preview (remote code): its language model is text_config (Qwen3.5-MoE)",
+    code="vllm/model_executor/models/interns2_preview.py (Qwen3_5MoeForConditionalGeneration on text_config)",
+    architectures=("InternS2PreviewForConditionalGeneration",),
+    language_model="text_config",
+    examples=_example("intern_s2_preview", "text_config", "qwen3"),
+))
+MIDASHENGLM = _plugin(ModelFamily(
+    model_type="midashenglm",
+    doc="MiDashengLM (remote code): its language model is text_config (a Qwen2.5-Omni text model)",
+    code="vllm/transformers_utils/configs/midashenglm.py; vllm/model_executor/models/midashenglm.py builds "
+         "Qwen2ForCausalLM from text_config",
+    architectures=("MiDashengLMModel",),
+    language_model="text_config",
+    examples=_example("midashenglm", "text_config", "qwen2"),
+))
+MIMOVL = _plugin(ModelFamily(
+    model_type="mimovl",
+    doc="MiMo-V2-Omni (remote code): its language model is text_config (MiMo-V2-Flash)",
+    code="vllm/transformers_utils/configs/mimo_v2_omni.py; vllm/model_executor/models/mimo_v2_omni.py",
+    architectures=("MiMoV2OmniForCausalLM",),
+    language_model="text_config",
+    examples=_example("mimovl", "text_config", "qwen2"),
+))
+STEP3_VL = _plugin(ModelFamily(
+    model_type="step3_vl",
+    doc="Step3-VL (remote code): its language model is text_config (step3_text)",
+    code="vllm/transformers_utils/configs/step3_vl.py (Step3VLConfig.text_config: Step3TextConfig)",
+    architectures=("Step3VLForConditionalGeneration",),
+    language_model="text_config",
+    examples=_example("step3_vl", "text_config", "qwen2"),
+))
+ULTRAVOX = _plugin(ModelFamily(
+    model_type="ultravox",
+    doc="Ultravox (remote code): its language model is text_config (Llama-3.x, Gemma or Qwen)",
+    code="vllm/transformers_utils/configs/ultravox.py; vllm/model_executor/models/ultravox.py "
+         "(init_vllm_registered_model(hf_config=config.wrapped_model_config), built from text_config)",
+    architectures=("UltravoxModel",),
+    language_model="text_config",
+    examples=_example("ultravox", "text_config", "llama"),
 ))
