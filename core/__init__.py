@@ -39,6 +39,7 @@ from .errors import (
 )
 from .host.registry import Registry, default_registry
 from .loader import load
+from .tables.rows import RopeRows
 from .tables.table import ModelRope, RopeTable, SeqLenRule
 
 
@@ -76,6 +77,7 @@ __all__ = [
     "PluginLoadError",
     "Registry",
     "RopeConfigError",
+    "RopeRows",
     "RopeTable",
     "RopekitError",
     "Scheme",

@@ -19,11 +19,15 @@ if TYPE_CHECKING:
     from ..host.loaded import LoadedScheme
     from .plan import Plan
     from .rotary import CacheLayout, Layout
+    from .rows import RopeRows
 
-__all__ = ["MAX_SEQ_LEN", "ModelRope", "RopeTable", "SeqLenRule"]
+__all__ = ["MAX_ROWS", "MAX_SEQ_LEN", "ModelRope", "RopeTable", "SeqLenRule"]
 
 MAX_SEQ_LEN = 1 << 40
 """The longest sequence :meth:`RopeTable.at` accepts."""
+
+MAX_ROWS = 1 << 26
+"""The most positions :meth:`RopeTable.rows` holds (64 Mi rows: 32 GiB for a 128-wide float32 head)."""
 
 
 _MROPE: list[Any] = []
@@ -216,6 +220,38 @@ class RopeTable:
 
         return cos_sin(self._plan(), self.attention_factor, positions, dtype=dtype, layout=chosen, out=out,
                        threads=threads)
+
+    def rows(
+        self, count: int, *, dtype: npt.DTypeLike = np.float32, layout: CacheLayout | None = None,
+    ) -> RopeRows:
+        """The finished cos/sin rows of positions ``0 .. count - 1`` (:class:`~ropekit.RopeRows`), for
+        an engine that serves those positions for the life of a load: each later call copies or
+        gathers its rows (``rows.cos_sin(positions, out=...)``) instead of computing them. The values
+        are ``cos_sin(range(count))``'s, bit for bit; the memory is ``2 * count * width * itemsize`` bytes.
+
+        A seq-len-dependent table covers the lengths its table holds for (up to :attr:`switch_at`,
+        or the ``seq_len`` it was taken :meth:`at`); more rows raise :class:`~ropekit.ArgumentError`,
+        since they would hold another table. Multimodal (3-axis) positions are not rows: use
+        :meth:`cos_sin`.
+        """
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or not 0 < count <= MAX_ROWS:
+            raise ArgumentError("count", f"expected a number of positions in [1, {MAX_ROWS}], got {count!r}")
+        if self.mrope_composition is not None:
+            raise ArgumentError("count", f"the {self.layer_type!r} table composes 3-axis positions; rows hold 1-D "
+                                "positions only: call cos_sin with the positions")
+        if self.switch_at is not None:
+            holds = max(self.switch_at, self.seq_len or 0)
+            if count > holds:
+                raise ArgumentError("count", f"{count} rows: this {self.rope_type!r} table holds for sequences of up "
+                                    f"to {holds} positions ({self.seq_len_rule}); take table.at(seq_len).rows(...) "
+                                    "for longer ones")
+        from .rows import RopeRows
+
+        chosen = self.layout if layout is None else layout
+        cos, sin = self.cos_sin(range(int(count)), dtype=dtype, layout=chosen)
+        cos.flags.writeable = False
+        sin.flags.writeable = False
+        return RopeRows(cos, sin, chosen)
 
     def mrope_map(self, layout: str) -> Any:
         """Which axis and frequency feed each cos/sin column in ``layout`` (a 3-axis table; cached)."""
