@@ -419,6 +419,83 @@ def minicpm(config: Mapping[str, Any]) -> FamilyTable:
     return _llama_style(config, None, dim, float(config.get("rope_theta", 10000.0)), "MiniCPM", ("linear", "dynamic"))
 
 
+def internlm(config: Mapping[str, Any], seq_len: int | None = None) -> FamilyTable:
+    """InternLM v1 remote code (InternLM/InternLM@09a2b5ba tools/transformers/internlm_model/modeling_internlm.py):
+    ``_init_rope``: no ``rope_scaling`` -> ``InternLMRotaryEmbedding(self.head_dim, ..., base=self.config.rope_theta)``;
+    ``"dynamic"`` -> ``InternLMDynamicNTKScalingRotaryEmbedding``; else ``raise ValueError``. Dynamic: ``if seq_len >
+    self.max_position_embeddings: base = self.base * ((self.scaling_factor * seq_len / self.max_position_embeddings)
+    - (self.scaling_factor - 1)) ** (self.dim / (self.dim - 2))``; ``head_dim = hidden_size // num_heads``."""
+    dim = int(config["hidden_size"]) // int(config["num_attention_heads"])
+    return _llama_style(config, seq_len, dim, float(config.get("rope_theta", 10000)), "InternLM", ("dynamic",))
+
+
+def deepseek_moe(config: Mapping[str, Any], seq_len: int | None = None) -> FamilyTable:
+    """DeepSeek-MoE v1 remote code (modeling_deepseek.py, "Copied from transformers.models.llama" 4.36; corpus copy
+    20182941881): ``DeepseekRotaryEmbedding(self.head_dim, max_position_embeddings=..., base=self.rope_theta)``,
+    ``inv_freq = 1.0 / (self.base ** (arange(0, self.dim, 2).float() / self.dim))``, ``cat((freqs, freqs))`` and
+    ``rotate_half``; linear: ``t = t / self.scaling_factor``; dynamic: the Llama base growth past
+    ``max_position_embeddings``. ``head_dim = hidden_size // num_heads``."""
+    dim = int(config["hidden_size"]) // int(config["num_attention_heads"])
+    return _llama_style(config, seq_len, dim, float(config.get("rope_theta", 10000)), "DeepSeek-MoE",
+                        ("linear", "dynamic"))
+
+
+def llama_plain(config: Mapping[str, Any], family: str) -> FamilyTable:
+    """Llama's unscaled rotary over ``hidden_size // num_attention_heads`` at ``rope_theta``: what every port of
+    Orion's and Solar's code read applies (their scaling code was not read, so ropekit refuses a rope_scaling)."""
+    dim = int(config.get("head_dim") or int(config["hidden_size"]) // int(config["num_attention_heads"]))
+    return _llama_style(config, None, dim, float(config.get("rope_theta", 10000)), family, ())
+
+
+def _llama3(inv_freq: np.ndarray, block: Mapping[str, Any]) -> np.ndarray:
+    """transformers 4.44.2's ``_compute_llama3_parameters`` (which DeciLM vendors as
+    ``transformers_4_44_2__modeling_rope_utils``), in float64."""
+    factor, low, high = float(block["factor"]), float(block["low_freq_factor"]), float(block["high_freq_factor"])
+    original = float(block["original_max_position_embeddings"])
+    wavelen = 2 * math.pi / inv_freq
+    low_wavelen, high_wavelen = original / low, original / high
+    scaled = np.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
+    smooth = (original / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
+    return np.where(medium, smoothed, scaled)
+
+
+def decilm(config: Mapping[str, Any]) -> FamilyTable:
+    """DeciLM remote code (modeling_decilm.py; copy DeltaVector1/Chat-Prompters@d8a2e792): Llama's rotary over
+    ``hidden_size // num_attention_heads`` at ``rope_theta``, scaled by the vendored transformers 4.44.2
+    ``ROPE_INIT_FUNCTIONS[rope_type]`` (llama3 for Nemotron-Super/Ultra), in every layer whose
+    ``block_configs[i].attention`` is neither ``no_op`` nor ``replace_with_linear``."""
+    dim = int(config["hidden_size"]) // int(config["num_attention_heads"])
+    inv_freq = _plain(float(config["rope_theta"]), dim)
+    block = config.get("rope_scaling")
+    kind = (block or {}).get("rope_type", (block or {}).get("type"))
+    if kind == "llama3":
+        inv_freq = _llama3(inv_freq, block)
+    elif kind is not None:
+        raise ValueError(f"port of DeciLM's {kind!r} not written")
+    skipped = [i for i, entry in enumerate(config["block_configs"])
+               if entry["attention"].get("no_op") or entry["attention"].get("replace_with_linear")]
+    return FamilyTable(inv_freq, dim, "neox", 1.0, f"DeciLM: {kind or 'default'} over {dim} dims; layers without "
+                       f"attention (no RoPE): {skipped}")
+
+
+def minicpm4(config: Mapping[str, Any]) -> FamilyTable:
+    """MiniCPM4 remote code (wxthu/nas_tuner@929b4ec0 modeling_minicpm.py, ``MiniCPMLongRoPE``, L649-675): the cache
+    is built at ``max_position_embeddings`` (L625) and rebuilt only longer (L640); ``if seq_len >
+    self.original_max_position_embeddings: ext_factors = long_factor else short_factor``; ``freqs = outer(t, 1.0 /
+    ext_factors) * inv_freq``; ``scale = max_position_embeddings / original``, ``scaling_factor = sqrt(1 +
+    log(scale) / log(original))``; ``cos_cached = emb.cos() * scaling_factor`` (sin too). So the long factors serve
+    every length once ``max_position_embeddings > original``."""
+    dim = int(config["hidden_size"]) // int(config["num_attention_heads"])
+    block = config["rope_scaling"]
+    original, longest = int(block["original_max_position_embeddings"]), int(config["max_position_embeddings"])
+    ext = np.asarray(block["long_factor" if longest > original else "short_factor"], dtype=np.float64)
+    factor = math.sqrt(1 + math.log(longest / original) / math.log(original))
+    return FamilyTable(_plain(float(config.get("rope_theta", 10000.0)), dim) / ext, dim, "neox", factor,
+                       f"MiniCPM4 longrope: {'long' if longest > original else 'short'} factors at every length")
+
+
 # --------------------------------------------------------------------------------------------------
 
 
