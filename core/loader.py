@@ -24,7 +24,7 @@ from .config.classes import class_facts
 from .config.families import READ_KEYS, REMOTE_FAMILIES
 from .config.identify import language_model
 from .config.parse import RopeBlock, parse_config
-from .config.remote import ARCHITECTURES
+from .config.remote import ARCHITECTURES, internlm_rotary
 from .config.source import read_config
 from .config.validation import validate_params
 from .contract.family import ModelFamily
@@ -77,6 +77,8 @@ def load(
     config, origin = read_config(source)
     registry = registry or default_registry()
     config = _named_by_architecture(config, registry)
+    if config.get("model_type") == "internlm" and isinstance(config.get("rotary"), Mapping):
+        config = internlm_rotary(config)  # InternLM's 2023 spelling, read as its code reads it
     wrapped = language_model(config) or _declared_language_model(config, registry)
     if wrapped is not None:  # a wrapper keeping its language model under its own key: load that, paths kept
         inner, prefix = wrapped

@@ -426,6 +426,12 @@ def internlm(config: Mapping[str, Any], seq_len: int | None = None) -> FamilyTab
     self.max_position_embeddings: base = self.base * ((self.scaling_factor * seq_len / self.max_position_embeddings)
     - (self.scaling_factor - 1)) ** (self.dim / (self.dim - 2))``; ``head_dim = hidden_size // num_heads``."""
     dim = int(config["hidden_size"]) // int(config["num_attention_heads"])
+    rotary = config.get("rotary")
+    if isinstance(rotary, Mapping):  # the 2023 code (@095ebff): rotary["type"] origin | dynamic, rotary["base"]
+        scaling = {"type": "dynamic", "factor": rotary.get("scaling_factor", 1.0)} if rotary["type"] == "dynamic" \
+            else None
+        config = {**config, "rope_scaling": scaling}
+        return _llama_style(config, seq_len, dim, float(rotary["base"]), "InternLM (2023 rotary)", ("dynamic",))
     return _llama_style(config, seq_len, dim, float(config.get("rope_theta", 10000)), "InternLM", ("dynamic",))
 
 
@@ -531,6 +537,22 @@ def build() -> dict[str, dict[str, Any]]:
         out[f"phi-3-vision-128k-instruct.json@seq_len={seq_len}"] = phi3_v(phi3v_cfg, seq_len).to_json()
     out["phixtral-4x2_8.json"] = phi_msft(_load("phixtral-4x2_8.json")).to_json()
     out["minicpm-v-2.json"] = minicpm(_load("minicpm-v-2.json")).to_json()
+    out["deepseek-moe-16b-base.json"] = deepseek_moe(_load("deepseek-moe-16b-base.json")).to_json()
+    out["minicpm4-8b.json"] = minicpm4(_load("minicpm4-8b.json")).to_json()
+    minicpm_128k = _load("minicpm-2b-128k.json")
+    out["minicpm-2b-128k.json"] = minicpm(minicpm_128k).to_json()
+    longest = int(minicpm_128k["max_position_embeddings"])
+    for seq_len in (longest + 1, 2 * longest):
+        out[f"minicpm-2b-128k.json@seq_len={seq_len}"] = _llama_style(
+            minicpm_128k, seq_len, int(minicpm_128k["hidden_size"]) // int(minicpm_128k["num_attention_heads"]),
+            float(minicpm_128k["rope_theta"]), "MiniCPM", ("linear", "dynamic")).to_json()
+    internlm_20b = _load("internlm-20b.json")
+    out["internlm-20b.json"] = internlm(internlm_20b).to_json()
+    out["internlm-20b.json@seq_len=8192"] = internlm(internlm_20b, 8192).to_json()
+    out["orion-14b.json"] = llama_plain(_load("orion-14b.json"), "Orion (ports)").to_json()
+    out["phi-3.5-vision-instruct.json"] = phi3_v(_load("phi-3.5-vision-instruct.json")).to_json()
+    for name in ("llama-3_3-nemotron-super-49b-v1.json", "llama-3_1-nemotron-ultra-253b-v1.json"):
+        out[name] = decilm(_load(name)).to_json()
     return out
 
 

@@ -7,9 +7,11 @@ The data (``tests/data``): ``golden/`` (tables from transformers, ``scripts/gene
 
 from __future__ import annotations
 
+import importlib.util
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 """The checkout (or, in CI, the copy of tests, benchmarks and sample configs)."""
@@ -54,3 +56,12 @@ def ropekit_scheme():
 def plugin_source(name: str, body: str = GOOD_PLUGIN) -> str:
     """Source of a plugin module whose scheme is called ``name``."""
     return f"NAME = {name!r}\n" + textwrap.dedent(body)
+
+
+def load_script(name: str) -> ModuleType:
+    """``scripts/<name>.py`` imported as a module (the generators the tests regenerate and compare)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

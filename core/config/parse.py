@@ -403,11 +403,11 @@ _UNSERVED: Mapping[str, tuple[object, str]] = {
 
 
 def _refuse_unserved(view: ConfigView) -> None:
-    if isinstance(view.get("rotary"), Mapping):
+    if isinstance(view.get("rotary"), Mapping):  # (model_type internlm's is read before: config.remote)
         raise RopeConfigError(view.path("rotary"), (
-            f"{view.get('rotary')!r}: an object here is InternLM's 2023 spelling ({{base, type, scaling_factor}}); "
-            "ropekit reads InternLM's 2024 keys, rope_theta and rope_scaling, and has not checked this form against "
-            "that code: state them instead"))
+            f"{view.get('rotary')!r}: an object here is InternLM's 2023 spelling ({{base, type, scaling_factor}}), "
+            f"read for model_type 'internlm' only; its meaning for model_type {view.get('model_type')!r} is unknown "
+            "to ropekit"))
     for key, (served, why) in _UNSERVED.items():
         value = view.get(key)
         if value is not None and (value != served or isinstance(value, bool) != isinstance(served, bool)):

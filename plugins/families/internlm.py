@@ -4,8 +4,9 @@ Llama's RoPE code: rotate-half over the whole head (``hidden_size // num_attenti
 ``rope_theta`` (class default 10000). Its ``_init_rope`` builds the dynamic NTK rotary for
 ``rope_scaling`` of ``type`` ``dynamic`` and raises ``ValueError`` for anything else ("Currently we
 only support rotary embedding's type being 'dynamic'"), although its config class lets ``linear``
-through. The 2023 code read a ``rotary`` object instead (``{"base", "type", "scaling_factor"}``);
-that spelling is refused by name (see ``REFUSED``), since the tables it means were not checked.
+through. The 2023 code (internlm-20b) reads a ``rotary`` object instead (``{"base", "type":
+"origin" | "dynamic", "scaling_factor"}``); ropekit reads it as that code does
+(``ropekit.config.remote.internlm_rotary``).
 """
 
 from __future__ import annotations

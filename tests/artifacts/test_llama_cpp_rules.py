@@ -7,7 +7,6 @@ The source is the llama-cpp-python 0.3.36 sdist's ``vendor/llama.cpp``; name it 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -19,17 +18,13 @@ import pytest
 
 from ropekit.artifacts.formats.gguf.llama_cpp import RULES_FILE, entry, modelled, rules_for
 
-from ..support import ROOT
+from ..support import ROOT, load_script
 
 SCRIPT = ROOT / "scripts" / "llama_cpp_rules.py"
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("llama_cpp_rules", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("llama_cpp_rules")
 
 
 def _source() -> Path:

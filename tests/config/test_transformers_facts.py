@@ -3,7 +3,6 @@ pinned reference release: regenerating them must give the committed file exactly
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from types import ModuleType
 
@@ -11,18 +10,14 @@ import pytest
 
 from ropekit.config.classes import transformers_version
 
-from ..support import ROOT
+from ..support import ROOT, load_script
 
 SCRIPT = ROOT / "scripts" / "transformers_classes.py"
 COMMITTED = ROOT / "core" / "config" / "transformers_classes.json"
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("transformers_classes", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("transformers_classes")
 
 
 def test_the_committed_class_facts_are_what_the_pinned_transformers_gives() -> None:

@@ -35,12 +35,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-# What vLLM 0.32's imports and start-up trip under filterwarnings = error (torch 2.13 deprecations inside torch and
-# vLLM, not ropekit's): ignored here and nowhere else.
-VLLM_WARNINGS: tuple[tuple[str, type[Warning]], ...] = (
-    (r"`torch\.jit\.script_method` is deprecated", DeprecationWarning),
-    (r"`torch\.distributed\.reduce_op` is deprecated", FutureWarning),
-)
+from .vllm_warnings import VLLM_MARKS, VLLM_WARNINGS
+
 with warnings.catch_warnings():
     for message, category in VLLM_WARNINGS:
         warnings.filterwarnings("ignore", message, category)
@@ -53,13 +49,13 @@ with warnings.catch_warnings():
     from vllm.config import ModelConfig, VllmConfig, set_current_vllm_config
     from vllm.model_executor.layers import rotary_embedding
 
-import ropekit  # noqa: E402
-import ropekit.engines.vllm as rv  # noqa: E402
-from ropekit.engines.torch import register_with_transformers  # noqa: E402
+import ropekit
+import ropekit.engines.vllm as rv
+from ropekit.engines.torch import register_with_transformers
 
-from ..support import MakeDist  # noqa: E402
+from ..support import MakeDist
 
-pytestmark = [pytest.mark.filterwarnings(f"ignore:{message}:{category.__name__}") for message, category in VLLM_WARNINGS]
+pytestmark = VLLM_MARKS
 
 SERVE_SCRIPT = Path(__file__).with_name("vllm_serve.py")
 HEAD = 32  # vLLM's CPU attention needs a head size in {32, 64, 80, ...}

@@ -15,7 +15,6 @@ Also: ``tests/data/vllm/registry.json`` is what vLLM's installed source gives.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import warnings
 from collections.abc import Iterator
@@ -25,10 +24,8 @@ from typing import Any
 
 import pytest
 
-VLLM_WARNINGS: tuple[tuple[str, type[Warning]], ...] = (
-    (r"`torch\.jit\.script_method` is deprecated", DeprecationWarning),
-    (r"`torch\.distributed\.reduce_op` is deprecated", FutureWarning),
-)
+from .vllm_warnings import VLLM_MARKS, VLLM_WARNINGS
+
 with warnings.catch_warnings():
     for message, category in VLLM_WARNINGS:
         warnings.filterwarnings("ignore", message, category)
@@ -39,11 +36,11 @@ with warnings.catch_warnings():
     from vllm.model_executor.layers import rotary_embedding
     from vllm.transformers_utils.config import patch_rope_parameters
 
-import ropekit.engines.vllm as rv  # noqa: E402
+import ropekit.engines.vllm as rv
 
-from ..support import ROOT  # noqa: E402
+from ..support import load_script
 
-pytestmark = [pytest.mark.filterwarnings(f"ignore:{message}:{category.__name__}") for message, category in VLLM_WARNINGS]
+pytestmark = VLLM_MARKS
 
 HEAD = 32  # vLLM's CPU attention needs a head size in {32, 64, 80, ...}
 BASE: dict[str, Any] = {"hidden_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2,
@@ -148,8 +145,5 @@ def test_minicpm4_longrope_differs_once_max_model_len_is_cut_to_the_original(tmp
 
 
 def test_the_committed_registry_is_what_vllms_source_gives() -> None:
-    spec = importlib.util.spec_from_file_location("vllm_registry", ROOT / "scripts" / "vllm_registry.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("vllm_registry")
     assert script.main(["--check"]) == 0, "rerun python scripts/vllm_registry.py in vLLM's virtualenv"

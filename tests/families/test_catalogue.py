@@ -5,7 +5,6 @@ every status in it is what ropekit does today."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -15,18 +14,14 @@ import pytest
 
 from ropekit.config.classes import transformers_version
 
-from ..support import CONFIGS, ROOT
+from ..support import CONFIGS, ROOT, load_script
 
 SCRIPT = ROOT / "scripts" / "vllm_catalogue.py"
 CATALOGUE = json.loads((ROOT / "tests" / "data" / "vllm" / "catalogue.json").read_text(encoding="utf-8"))
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("vllm_catalogue", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("vllm_catalogue")
 
 
 def test_every_status_in_the_catalogue_is_what_ropekit_does_today() -> None:

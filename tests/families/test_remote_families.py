@@ -48,9 +48,15 @@ def _load(name: str) -> ropekit.ModelRope:
     return model
 
 
+NO_PUBLISHED_CONFIG = {
+    "solar": "no Solar config.json copy was found (find_string '\"model_type\": \"solar\"' finds only other projects)",
+}
+"""Rotating built-in families served without a published config to check: each says what was searched."""
+
+
 def test_every_builtin_family_that_rotates_has_a_config_checked_against_its_code() -> None:
     checked = {json.loads((FAMILIES / name.split("@")[0]).read_text())["model_type"] for name in CASES}
-    assert set(ROTATING) - checked == set()
+    assert set(ROTATING) - checked == set(NO_PUBLISHED_CONFIG)
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -173,11 +179,38 @@ def test_minicpm4_longrope_uses_the_factor_set_of_its_cache_at_every_length() ->
     assert equal.attention_factor == 1.0
 
 
-def test_a_rotary_object_is_refused_naming_internlms_2023_spelling() -> None:
-    with pytest.raises(ropekit.RopeConfigError, match="InternLM's 2023 spelling") as caught:
-        ropekit.load({"model_type": "internlm", "hidden_size": 64, "num_attention_heads": 2,
-                      "rotary": {"base": 10000, "type": "dynamic"}})
+def test_internlms_2023_rotary_object_is_read_as_its_code_reads_it() -> None:
+    config = json.loads((FAMILIES / "internlm-20b.json").read_text())
+    assert config["rotary"] == {"base": 10000, "type": "dynamic"}  # internlm-20b as published
+    table = ropekit.load(config).table
+    assert (table.rope_type, table.params["factor"], table.geometry.theta) == ("dynamic", 1.0, 10000.0)
+    origin = ropekit.load({**config, "rotary": {"base": 50000, "type": "origin"}}).table
+    assert origin.rope_type == "default" and origin.geometry.theta == 50000.0
+
+
+@pytest.mark.parametrize(("rotary", "path", "match"), [
+    ({"base": 10000, "type": "linear"}, "rotary.type", "applies 'origin'"),
+    ({"base": 10000, "type": "dynamic", "scaling_factor": 0.5}, "rotary.scaling_factor", "from 1 to 1e6"),
+    ({"base": "10000", "type": "dynamic"}, "rotary.base", "a number above 1"),
+    ({"base": 10000, "type": "dynamic", "alpha": 2}, "rotary.alpha", "not read by InternLM's code"),
+])
+def test_a_rotary_object_internlms_code_would_not_run_is_refused(rotary: dict[str, Any], path: str,
+                                                                 match: str) -> None:
+    config = {**json.loads((FAMILIES / "internlm-20b.json").read_text()), "rotary": rotary}
+    with pytest.raises(ropekit.RopeConfigError, match=match) as caught:
+        ropekit.load(config)
+    assert caught.value.path == path
+
+
+def test_a_rotary_object_beside_the_2024_keys_or_in_another_family_is_refused() -> None:
+    config = json.loads((FAMILIES / "internlm-20b.json").read_text())
+    with pytest.raises(ropekit.RopeConfigError, match="stated beside rope_theta") as caught:
+        ropekit.load({**config, "rope_theta": 10000.0})
     assert caught.value.path == "rotary"
+    with pytest.raises(ropekit.RopeConfigError, match="read for model_type 'internlm' only") as other:
+        ropekit.load({"model_type": "internlm2", "hidden_size": 64, "num_attention_heads": 2,
+                      "rotary": {"base": 10000, "type": "dynamic"}})
+    assert other.value.path == "rotary"
 
 
 @pytest.mark.parametrize(("model_type", "kind", "match"), [
@@ -192,3 +225,14 @@ def test_a_scaling_its_code_does_not_apply_is_refused_by_name(model_type: str, k
     with pytest.raises(ropekit.RopeConfigError, match=match) as caught:
         ropekit.load(config)
     assert caught.value.path == "rope_scaling.type"
+
+
+@pytest.mark.parametrize("name", ["llama-3_3-nemotron-super-49b-v1.json", "llama-3_1-nemotron-ultra-253b-v1.json"])
+def test_published_decilm_configs_rotate_exactly_the_layers_that_have_attention(name: str) -> None:
+    config = json.loads((FAMILIES / name).read_text())
+    without = [index for index, block in enumerate(config["block_configs"])
+               if block["attention"]["no_op"] or block["attention"]["replace_with_linear"]]
+    model = ropekit.load(config)
+    assert list(model.no_rope_layers) == without and 0 < len(without) < config["num_hidden_layers"]
+    assert [model.for_layer(index) is None for index in range(config["num_hidden_layers"])] == [
+        index in without for index in range(config["num_hidden_layers"])]
