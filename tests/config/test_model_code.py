@@ -35,7 +35,7 @@ LLAMA = {"hidden_size": 256, "num_attention_heads": 4, "rope_theta": 10000.0}
 # --- unknown code ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("model_type", ["my_new_model", "llama5", "internvl_chat", "Llama"])
+@pytest.mark.parametrize("model_type", ["my_new_model", "llama5", "h2ovl_chat", "Llama"])
 def test_an_unknown_model_type_is_refused_naming_it_and_what_would_serve_it(model_type: str) -> None:
     with pytest.raises(ropekit.UnknownModelTypeError) as caught:
         ropekit.load({**LLAMA, "model_type": model_type})
