@@ -85,6 +85,7 @@ def load(
         with _under(prefix):
             model = load(inner, strict=strict, registry=registry)
         return attrs.evolve(model, source=origin)
+    config = _without_unread(config, registry)
     parsed = parse_config(config, strict=strict, plugin_family=functools.partial(plugin_family, registry))
     tables = {
         block.layer_type: build_table(block, registry.loaded(block.rope_type, path=block.rope_type_path), strict=strict)
@@ -109,9 +110,12 @@ def _named_by_architecture(config: Mapping[str, Any], registry: Registry) -> Map
     text = config.get("text_config")
     architectures = config.get("architectures")
     if config.get("model_type") is not None or (isinstance(text, Mapping) and text.get("model_type") is not None) \
-            or not isinstance(architectures, list) or any(name in ARCHITECTURES for name in architectures):
+            or not isinstance(architectures, list):
         return config
-    family = registry.families.by_architecture(architectures)
+    names = [name for name in architectures if isinstance(name, str)]
+    if any(name in ARCHITECTURES for name in names):
+        return config
+    family = registry.families.by_architecture(names)
     if family is None:
         return config
     return MappingProxyType({**config, "model_type": family.model_type})
@@ -121,12 +125,10 @@ def _declared_language_model(config: Mapping[str, Any], registry: Registry) -> t
     """``(sub-config, path prefix)`` for a family declared as a wrapper (``ModelFamily.language_model``:
     InternVL's ``llm_config``); ``None`` otherwise. A RoPE key at the wrapper's own top level is
     refused: its code builds the language model from the sub-config alone."""
-    model_type = config.get("model_type")
-    if not isinstance(model_type, str) or class_facts(model_type) is not None or model_type in REMOTE_FAMILIES:
-        return None
-    family = plugin_family(registry, model_type)
+    family = _declared_family(config, registry)
     if family is None or not family.language_model:
         return None
+    model_type = family.model_type
     key = family.language_model
     inner = config.get(key)
     if not isinstance(inner, Mapping):
@@ -138,6 +140,27 @@ def _declared_language_model(config: Mapping[str, Any], registry: Registry) -> t
             raise RopeConfigError(name, f"{model_type}'s code builds its language model from {key!r} alone and "
                                   f"never reads its own top-level {name!r}; state it under {key!r}, or remove it")
     return inner, key + "."
+
+
+def _declared_family(config: Mapping[str, Any], registry: Registry) -> ModelFamily | None:
+    """The family declaration serving ``config``'s own model_type (``None``: ropekit's own knowledge serves it)."""
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or class_facts(model_type) is not None or model_type in REMOTE_FAMILIES:
+        return None
+    return plugin_family(registry, model_type)
+
+
+def _without_unread(config: Mapping[str, Any], registry: Registry) -> Mapping[str, Any]:
+    """``config`` without the width keys its family's code does not read (``ModelFamily.unread_keys``),
+    each named in a warning: the table is what the code applies without them."""
+    family = _declared_family(config, registry)
+    stated = [key for key in family.unread_keys if config.get(key) is not None] if family is not None else []
+    if not stated or family is None:
+        return config
+    for key in sorted(stated):
+        warnings.warn(f"{key}: {family.model_type}'s code does not read it ({family.code or family.doc}); ropekit "
+                      "serves what the code applies without it", UserWarning, stacklevel=3)
+    return MappingProxyType({key: value for key, value in config.items() if key not in stated})
 
 
 @contextlib.contextmanager

@@ -260,15 +260,23 @@ def _no_rope_from_layer_configs(view: ConfigView, family: Family, layers: int | 
     for index, entry in enumerate(entries):
         if not isinstance(entry, Mapping):
             raise RopeConfigError(f"{path}[{index}]", f"expected an object, got {type(entry).__name__}")
-        if any(_dotted(entry, dotted) == value for dotted, value in family.no_rope_if.items()):
+        where = f"{path}[{index}]"
+        if any(_dotted(entry, dotted, value, where) == value for dotted, value in family.no_rope_if.items()):
             found.append(index)
     return tuple(found)
 
 
-def _dotted(entry: Mapping[str, Any], dotted: str) -> Any:
+def _dotted(entry: Mapping[str, Any], dotted: str, like: Any, where: str) -> Any:
+    """The value at ``dotted`` in ``entry`` (``None``: absent), of ``like``'s type, else refused naming its path:
+    a ``"true"`` string or a null attention object is not what the family's code reads."""
     value: Any = entry
-    for part in dotted.split("."):
+    parts = dotted.split(".")
+    for depth, part in enumerate(parts):
         if not isinstance(value, Mapping):
+            raise RopeConfigError(f"{where}.{'.'.join(parts[:depth])}", f"expected an object, got {value!r}")
+        if part not in value:
             return None
-        value = value.get(part)
+        value = value[part]
+    if type(value) is not type(like):
+        raise RopeConfigError(f"{where}.{dotted}", f"expected {type(like).__name__}, got {value!r}")
     return value

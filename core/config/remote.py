@@ -108,7 +108,8 @@ def internlm_rotary(config: Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(base, bool) or not isinstance(base, (int, float)) or not base > 1:
         raise RopeConfigError("rotary.base", f"expected the RoPE base, a number above 1, got {base!r}")
     factor = rotary.get("scaling_factor", 1.0)
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 1 <= factor <= 1e6:
+    if kind == "dynamic" and (isinstance(factor, bool) or not isinstance(factor, (int, float))
+                              or not 1 <= factor <= 1e6):
         raise RopeConfigError("rotary.scaling_factor", f"expected a number from 1 to 1e6, got {factor!r}")
     read = {key: value for key, value in config.items() if key != "rotary"}
     read["rope_theta"] = float(base)

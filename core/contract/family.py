@@ -44,11 +44,22 @@ def _examples(value: Iterable[Example]) -> tuple[Example, ...]:
 
 
 def _optional_names(value: Any) -> frozenset[str] | None:
-    return None if value is None else frozenset(value)
+    if value is None:
+        return None
+    return frozenset((value,)) if isinstance(value, str) else frozenset(_iterable(value, "rope_types"))
 
 
 def _name_tuple(value: Any) -> tuple[str, ...]:
-    return (value,) if isinstance(value, str) else tuple(value)
+    return (value,) if isinstance(value, str) else tuple(_iterable(value, "architectures"))
+
+
+def _iterable(value: Any, field: str) -> Any:
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        raise DeclarationError(f"{field} must be a list of names, got {value!r}")
+    return value
+
+
+_UNREADABLE = frozenset({"head_dim", "partial_rotary_factor", "rotary_dim"})
 
 
 def _is_name(value: Any) -> bool:
@@ -82,6 +93,9 @@ class ModelFamily:
     - ``unserved``: what its code applies that no rope_type expresses (every config is refused with it);
     - ``language_model``: the key under which a wrapper keeps its language model's config
       (InternVL's ``llm_config``): that sub-config is served, as the wrapper's code builds it;
+    - ``unread_keys``: width keys its code does not read (``head_dim``, ``partial_rotary_factor``,
+      ``rotary_dim``: InternLM2 rotates ``hidden_size // num_attention_heads`` whatever they say); a
+      config stating one is served as the code runs, without it, with a warning naming it;
     - ``inert_keys``: keys that look like RoPE which its code reads without changing the table (phi-2's
       ``flash_rotary`` picks a fused kernel of the same rotation), each with why: accepted, not refused;
     - ``layer_configs`` and ``no_rope_if``: a per-layer list of objects (DeciLM's ``block_configs``)
@@ -103,6 +117,7 @@ class ModelFamily:
     refused_types: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
     schemes: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
     inert_keys: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    unread_keys: frozenset[str] = attrs.field(default=frozenset(), converter=_names)
     fixed_theta: float | None = None
     unserved: str = ""
     language_model: str = ""
@@ -146,7 +161,8 @@ class ModelFamily:
             raise DeclarationError(f"family {name!r}: rope_types must name rope_types, got {sorted(self.rope_types)!r}")
         for field in ("refused_types", "schemes", "inert_keys"):
             for kind, value in getattr(self, field).items():
-                if not _is_name(kind) or not isinstance(value, str) or not value.strip():
+                if not _is_name(kind) or not isinstance(value, str) or not value.strip() \
+                        or (field == "schemes" and not _is_name(value)):
                     raise DeclarationError(f"family {name!r}: {field} must map rope_type names to "
                                            f"{'rope_type names' if field == 'schemes' else 'reasons'}, "
                                            f"got {kind!r}: {value!r}")
@@ -158,6 +174,13 @@ class ModelFamily:
             value = getattr(self, field)
             if not isinstance(value, str) or (value and not _is_name(value)):
                 raise DeclarationError(f"family {name!r}: {field} must be a config key, got {value!r}")
+        if self.language_model and (self.rope_types is not None or self.fixed_theta is not None or self.layer_configs
+                                    or self.unread_keys or self.schemes or self.partial_rotary_factor is not None):
+            raise DeclarationError(f"family {name!r}: a wrapper (language_model) applies no RoPE of its own; declare "
+                                   "what its language model's code does in that model's family instead")
+        unknown_unread = sorted(self.unread_keys - _UNREADABLE)
+        if unknown_unread:
+            raise DeclarationError(f"family {name!r}: unread_keys may name {sorted(_UNREADABLE)}, got {unknown_unread}")
         if bool(self.layer_configs) != bool(self.no_rope_if):
             raise DeclarationError(f"family {name!r}: layer_configs and no_rope_if go together (the per-layer list, "
                                    "and the values in an entry that mean the layer applies no RoPE)")

@@ -398,9 +398,11 @@ class FamilyRegistry(_Host):
             if family is not None and any(name in family.architectures for name in wanted):
                 found[model_type] = family
         if len(found) > 1:
+            first = sorted(found)[0]
             owners = ", ".join(f"{name} ({getattr(self.owner(name), 'distribution', '?')})" for name in sorted(found))
-            raise DuplicateSchemeError(wanted[0], "?", f"architectures {wanted} are claimed by the families {owners}; "
-                                       "block all but one (ROPEKIT_BLOCK) or state the model_type", kind=self._kind)
+            raise DuplicateSchemeError(first, getattr(self.owner(first), "distribution", "?"),
+                                       f"the config's architectures {wanted} name classes of the families {owners}, "
+                                       "which run different code; state the checkpoint's model_type", kind=self._kind)
         return next(iter(found.values()), None)
 
     def _load(self, model_type: str, claims: tuple[PluginInfo, ...]) -> ModelFamily:

@@ -56,8 +56,12 @@ class RopeRows:
         raise :class:`~ropekit.ArgumentError`; the values are ``table.cos_sin(range(count))``'s rows."""
         count = self.count
         if type(positions) is int or (isinstance(positions, (int, np.integer)) and not isinstance(positions, bool)):
+            if positions < 0:
+                raise ArgumentError("positions", f"expected a count of positions (0 or more), got {positions!r}")
             positions = range(operator.index(positions))
         if isinstance(positions, range):
+            if not len(positions):
+                return self._copy(slice(0, 0), 0, out)
             if len(positions) and (min(positions[0], positions[-1]) < 0 or max(positions[0], positions[-1]) >= count):
                 raise ArgumentError("positions", f"{positions} is outside the rows, which cover 0..{count - 1}; "
                                     "take table.rows() with a larger count")

@@ -17,6 +17,7 @@ FAMILY = ModelFamily(
     code="modeling_deepseek.py of deepseek-ai/deepseek-moe-16b (a MindSpore port that keeps its 'Copied from "
          "transformers.models.llama' rotary: stored-corpus copy 20182941881)",
     architectures=("DeepseekForCausalLM",),
+    unread_keys=("head_dim", "partial_rotary_factor", "rotary_dim"),  # it rotates hidden_size // heads
     rope_types=("linear", "dynamic"),
     defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048},
     examples=(

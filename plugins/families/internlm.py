@@ -21,6 +21,7 @@ FAMILY = ModelFamily(
     code="InternLM/InternLM@09a2b5ba502a50f80ca4d3821ec8b16c0c3dbc48 tools/transformers/internlm_model/"
          "modeling_internlm.py",
     architectures=("InternLMForCausalLM",),
+    unread_keys=("head_dim", "partial_rotary_factor", "rotary_dim"),  # it rotates hidden_size // heads
     rope_types=("dynamic",),
     refused_types={"linear": "InternLM's _init_rope raises ValueError for it (its config class accepts it, its "
                              "model does not)"},

@@ -18,6 +18,7 @@ FAMILY = ModelFamily(
     code="InternLM/xtuner@98c193e3cc731015580706b05544827e8c4f41b5 "
          "xtuner/_lite/modelings/internlm2/modeling_internlm2.py",
     architectures=("InternLM2ForCausalLM", "InternLM2ForRewardModel"),
+    unread_keys=("head_dim", "partial_rotary_factor", "rotary_dim"),  # it rotates hidden_size // heads
     rope_types=("linear", "dynamic"),
     defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048},
     examples=(

@@ -20,6 +20,7 @@ FAMILY = ModelFamily(
     code="HwwwwwwwH/MiniCPM-V-2@84ce9b02a1725e27ecd3a7d820b7cad75a123d83 modeling_minicpm.py (MiniCPM-2B); "
          "wxthu/nas_tuner@929b4ec08d9fdafeb3035b90c98bc6fcbdc62929 modeling_minicpm.py (MiniCPM4)",
     architectures=("MiniCPMForCausalLM",),
+    unread_keys=("head_dim", "partial_rotary_factor", "rotary_dim"),  # it rotates hidden_size // heads
     rope_types=("linear", "dynamic", "longrope"),
     schemes={"longrope": "minicpm_longrope"},
     defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048},

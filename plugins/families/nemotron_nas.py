@@ -17,6 +17,7 @@ FAMILY = ModelFamily(
     doc="DeciLM (Llama-Nemotron NAS): Llama's RoPE; layers whose attention is no_op or replace_with_linear have none",
     code="DeltaVector1/Chat-Prompters@d8a2e79269c06877e1ee8ded6851ed120ffc787a modeling_decilm.py (a copy)",
     architectures=("DeciLMForCausalLM",),
+    unread_keys=("head_dim", "partial_rotary_factor", "rotary_dim"),  # it rotates hidden_size // heads
     layer_configs="block_configs",
     no_rope_if={"attention.no_op": True, "attention.replace_with_linear": True},
     examples=(

@@ -19,6 +19,7 @@ FAMILY = ModelFamily(
     code="ports of OrionStarAI/Orion-14B modeling_orion.py: vllm/model_executor/models/orion.py (vLLM 0.32), "
          "SGLang orion.py, NeuronX OrionAttention; configuration_orion.py (vLLM's adapted copy)",
     architectures=("OrionForCausalLM",),
+    unread_keys=("head_dim", "partial_rotary_factor", "rotary_dim"),  # it rotates hidden_size // heads
     rope_types=(),
     defaults={"rope_theta": 10000.0, "max_position_embeddings": 4096},
     examples=(

@@ -20,6 +20,7 @@ FAMILY = ModelFamily(
     code="Aritra02091998/Phi-3-vision-128k-instruct-Improvised-for-QLORA-Training@"
          "16e16b08556652bc108b7c5d7e3ce94881148246 modeling_phi3_v.py (a copy)",
     architectures=("Phi3VForCausalLM",),
+    unread_keys=("head_dim", "partial_rotary_factor", "rotary_dim"),  # it rotates hidden_size // heads
     rope_types=("su", "longrope"),
     refused_types={"yarn": "Phi-3-vision's own YaRN variant multiplies cos/sin by 0.1 * ln(max / original) + 1 over "
                            "the short/long factor lists; ropekit's yarn is transformers' (a ramp between bands), which "

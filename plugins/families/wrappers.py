@@ -16,7 +16,7 @@ from ropekit import Example, ModelFamily, hookimpl
 
 __all__ = [
     "BAGEL", "FUNAUDIOCHAT", "INTERNVL_CHAT", "INTERN_S2_PREVIEW", "KIMI_VL", "LLAMA_NEMOTRON_NANO_VL", "MIDASHENGLM",
-    "MIMOVL", "NVLM_D", "OPENVLA", "OVIS", "STEP3_VL", "ULTRAVOX",
+    "MIMOVL", "NVLM_D", "OPENVLA", "OVIS", "STEP3_VL",
 ]
 
 
@@ -139,13 +139,4 @@ STEP3_VL = _plugin(ModelFamily(
     architectures=("Step3VLForConditionalGeneration",),
     language_model="text_config",
     examples=_example("step3_vl", "text_config", "qwen2"),
-))
-ULTRAVOX = _plugin(ModelFamily(
-    model_type="ultravox",
-    doc="Ultravox (remote code): its language model is text_config (Llama-3.x, Gemma or Qwen)",
-    code="vllm/transformers_utils/configs/ultravox.py; vllm/model_executor/models/ultravox.py "
-         "(init_vllm_registered_model(hf_config=config.wrapped_model_config), built from text_config)",
-    architectures=("UltravoxModel",),
-    language_model="text_config",
-    examples=_example("ultravox", "text_config", "llama"),
 ))

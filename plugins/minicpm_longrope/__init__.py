@@ -2,10 +2,12 @@
 
 Like ``longrope``, each pair's frequency is divided by a per-pair factor and cos/sin are multiplied
 by ``sqrt(1 + ln(max_position_embeddings / original) / ln(original))``. Unlike it, the factor set is
-chosen once, for the cache MiniCPM4 builds at ``max_position_embeddings`` (and rebuilds only longer):
-``long_factor`` for every position whenever ``max_position_embeddings > original_max_position_embeddings``,
-else ``short_factor``. So the table does not depend on the sequence length. A ``minicpm`` config's
-``"rope_type": "longrope"`` is served by this scheme (the family declaration maps it).
+chosen for the cache MiniCPM4 builds at ``max_position_embeddings`` and rebuilds only for a longer
+sequence: ``long_factor`` for every position whenever ``max_position_embeddings >
+original_max_position_embeddings``; else ``short_factor`` up to ``max_position_embeddings`` and
+``long_factor`` past it (``switch_at``). The multiplier is computed once, from
+max_position_embeddings. A ``minicpm`` config's ``"rope_type": "longrope"`` is served by this scheme
+(the family declaration maps it).
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ def _longest(params: Params, geometry: Geometry) -> int:
 
 
 def build(params: Params, geometry: Geometry, seq_len: int | None) -> Frequencies:
-    """The factor set of the cache built at ``max_position_embeddings``; MiniCPM4's cos/sin multiplier."""
+    """The factor set of MiniCPM4's cache, built at ``max_position_embeddings`` and rebuilt only for a
+    longer sequence (``seq_len``); the cos/sin multiplier it computes once, from max_position_embeddings."""
     original = params["original_max_position_embeddings"]
     longest = _longest(params, geometry)
-    ext = params["long_factor" if longest > original else "short_factor"]
+    cached = max(longest, seq_len or 0)
+    ext = params["long_factor" if cached > original else "short_factor"]
     attention = math.sqrt(1 + math.log(longest / original) / math.log(original))
     return Frequencies(plain_inv_freq(geometry.theta, geometry.rotary_dim) / ext, attention)
 
@@ -40,11 +44,21 @@ def check(params: Params, geometry: Geometry) -> list[tuple[str, str]]:
     return []
 
 
+def switch_at(params: Params, geometry: Geometry) -> int:
+    """Past this length the cache is rebuilt for the sequence, with the long factors (a change only when
+    max_position_embeddings is the original length: the short factors served up to it)."""
+    return max(_longest(params, geometry), int(params["original_max_position_embeddings"]))
+
+
 SCHEME = Scheme(
     name="minicpm_longrope",
     doc="LongRoPE as MiniCPM4 computes it: the factor set of its cache at max_position_embeddings, every position.",
     build=build,
     check=check,
+    seq_len_dependent=True,
+    seq_len_rule="the factor set of the cache MiniCPM4 builds at max(max_position_embeddings, seq_len): long_factor "
+    "when that exceeds original_max_position_embeddings, else short_factor",
+    switch_at=switch_at,
     keys=(
         Key("short_factor", "float_list", "Per-pair divisors, used when max_position_embeddings <= original.",
             required=True, ge=1e-6, le=1e6, per_pair=True),

@@ -171,12 +171,20 @@ def test_minicpm4_longrope_uses_the_factor_set_of_its_cache_at_every_length() ->
               "rope_theta": 10000.0, "rope_scaling": {"rope_type": "longrope", "short_factor": [1.0] * 16,
                                                       "long_factor": long, "original_max_position_embeddings": 32768}}
     table = ropekit.load(config).table
-    assert table.rope_type == "minicpm_longrope" and not table.seq_len_dependent
-    np.testing.assert_allclose(table.inv_freq, 1e4 ** -(np.arange(0, 32, 2) / 32) / np.array(long), rtol=1e-15)
-    assert table.attention_factor == pytest.approx((1 + np.log(2) / np.log(32768)) ** 0.5, rel=1e-15)
+    plain = 1e4 ** -(np.arange(0, 32, 2) / 32)
+    assert table.rope_type == "minicpm_longrope"
+    for length in (None, 1, 32768, 65536, 100000):  # the long factors at every length: max > original
+        at = table if length is None else table.at(length)
+        np.testing.assert_allclose(at.inv_freq, plain / np.array(long), rtol=1e-15)
+        assert at.attention_factor == pytest.approx((1 + np.log(2) / np.log(32768)) ** 0.5, rel=1e-15)
     equal = ropekit.load({**config, "max_position_embeddings": 32768}).table  # the cache's length is the original
-    np.testing.assert_allclose(equal.inv_freq, 1e4 ** -(np.arange(0, 32, 2) / 32), rtol=1e-15)
-    assert equal.attention_factor == 1.0
+    np.testing.assert_allclose(equal.inv_freq, plain, rtol=1e-15)
+    assert equal.attention_factor == 1.0 and equal.switch_at == 32768
+    past = equal.at(32769)  # the cache rebuilt for a longer sequence: the long factors, the multiplier kept
+    np.testing.assert_allclose(past.inv_freq, plain / np.array(long), rtol=1e-15)
+    assert past.attention_factor == 1.0
+    with pytest.raises(ropekit.ArgumentError, match="holds for sequences of up to 32768"):
+        equal.rows(32769)
 
 
 def test_internlms_2023_rotary_object_is_read_as_its_code_reads_it() -> None:
@@ -236,3 +244,52 @@ def test_published_decilm_configs_rotate_exactly_the_layers_that_have_attention(
     assert list(model.no_rope_layers) == without and 0 < len(without) < config["num_hidden_layers"]
     assert [model.for_layer(index) is None for index in range(config["num_hidden_layers"])] == [
         index in without for index in range(config["num_hidden_layers"])]
+
+
+@pytest.mark.parametrize("key", ["head_dim", "partial_rotary_factor", "rotary_dim"])
+@pytest.mark.parametrize("model_type", ["internlm2", "internlm", "minicpm", "deepseek", "phi3_v", "orion"])
+def test_a_width_key_the_familys_code_does_not_read_is_ignored_and_named(model_type: str, key: str) -> None:
+    config = {"model_type": model_type, "hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 1e6,
+              key: {"head_dim": 64, "partial_rotary_factor": 0.5, "rotary_dim": 64}[key]}
+    with pytest.warns(UserWarning, match=f"^{key}: {model_type}'s code does not read it"):
+        table = ropekit.load(config).table
+    assert (table.head_dim, table.rotary_dim) == (128, 128)  # the code rotates hidden_size // num_attention_heads
+
+
+def test_architectures_that_are_not_names_are_skipped_not_crashed_on() -> None:
+    with pytest.raises(ropekit.UnknownModelTypeError, match="auto_map"):
+        ropekit.load({"hidden_size": 64, "num_attention_heads": 4, "architectures": [{"a": 1}, ["X"]], "auto_map": {}})
+
+
+def test_architectures_of_two_families_are_refused_naming_both() -> None:
+    with pytest.raises(ropekit.PluginError, match=r"families internlm2 \(ropekit\), minicpm \(ropekit\)"):
+        ropekit.load({"architectures": ["InternLM2ForCausalLM", "MiniCPMForCausalLM"], "hidden_size": 64,
+                      "num_attention_heads": 2})
+
+
+@pytest.mark.parametrize(("attention", "path"), [
+    ({"no_op": "true"}, "block_configs[1].attention.no_op"),
+    (None, "block_configs[1].attention"),
+    ([1], "block_configs[1].attention"),
+])
+def test_a_layer_entry_the_familys_code_cannot_read_is_refused_naming_it(attention: object, path: str) -> None:
+    config = {"model_type": "nemotron-nas", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2,
+              "block_configs": [{"attention": {"no_op": False}}, {"attention": attention}]}
+    with pytest.raises(ropekit.RopeConfigError) as caught:
+        ropekit.load(config)
+    assert caught.value.path == path
+
+
+@pytest.mark.parametrize(("fields", "match"), [
+    ({"rope_types": "dynamic"}, None),  # one name, not its letters
+    ({"architectures": None}, "architectures must be a list of names"),
+    ({"schemes": {"longrope": "no such scheme!"}}, "schemes must map rope_type names"),
+    ({"language_model": "llm_config", "fixed_theta": 10000.0}, "a wrapper .* applies no RoPE of its own"),
+    ({"unread_keys": ["rope_theta"]}, "unread_keys may name"),
+])
+def test_family_declarations_are_checked(fields: dict[str, Any], match: str | None) -> None:
+    if match is None:
+        assert ropekit.ModelFamily("x", "doc", **fields).rope_types == frozenset({"dynamic"})
+        return
+    with pytest.raises(ropekit.DeclarationError, match=match):
+        ropekit.ModelFamily("x", "doc", **fields)

@@ -59,6 +59,7 @@ def test_the_rows_themselves_are_read_only(table: ropekit.RopeTable) -> None:
     ([0, 512], "0..512 is outside the rows"),
     ([-1], "-1..-1 is outside the rows"),
     (513, "outside the rows"),
+    (-3, r"expected a count of positions \(0 or more\)"),
     (np.zeros((2, 3), np.int64), r"expected one row of integers, got shape \(2, 3\)"),
     (np.array([0.5]), "expected one row of integers"),
 ])
@@ -92,3 +93,10 @@ def test_multimodal_tables_have_no_rows() -> None:
     table = ropekit.load(CONFIGS / "published" / "qwen2.5-vl-7b-instruct.json").table
     with pytest.raises(ropekit.ArgumentError, match="3-axis positions"):
         table.rows(16)
+
+
+def test_an_empty_request_gives_empty_rows(table: ropekit.RopeTable) -> None:
+    rows = table.rows(16)
+    for positions in (0, range(0), range(-3), range(5, 5), np.empty(0, np.int64)):
+        cos, sin = rows.cos_sin(positions)
+        assert cos.shape == sin.shape == (0, 64)
