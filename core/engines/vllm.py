@@ -261,8 +261,10 @@ def audit_rotary(
         raise ArgumentError("layer_type", f"unknown layer type {layer_type!r}; the config has {sorted(rope.tables)}")
     table = rope.tables[layer_type]
     read = _read_module(module, layer_type, max_model_len)
-    if read.regime is not None and not table.seq_len_dependent:
-        # one declared table at every length (MiniCPM4's longrope): judged against the factor set vLLM serves
+    if read.regime is not None and table.rope_type != "longrope" \
+            and (table.switch_at is None or table.switch_at >= max_model_len):
+        # another scheme served by vLLM's longrope module, one declared table at every length vLLM accepts (MiniCPM4's
+        # longrope): judged against the factor set vLLM serves (a declared longrope is judged on both sets)
         read = _Read(tuple(served for served in read.tables if served.regime == read.regime), read.rows, read.regime,
                      read.notes)
     name = type(module).__name__
