@@ -79,13 +79,14 @@ def load(
     config = _named_by_architecture(config, registry)
     if config.get("model_type") == "internlm" and isinstance(config.get("rotary"), Mapping):
         config = internlm_rotary(config)  # InternLM's 2023 spelling, read as its code reads it
-    wrapped = language_model(config) or _declared_language_model(config, registry)
+    family = _declared_family(config, registry)
+    wrapped = language_model(config) or _declared_language_model(config, family)
     if wrapped is not None:  # a wrapper keeping its language model under its own key: load that, paths kept
         inner, prefix = wrapped
         with _under(prefix):
             model = load(inner, strict=strict, registry=registry)
         return attrs.evolve(model, source=origin)
-    config = _without_unread(config, registry)
+    config = _without_unread(config, family)
     parsed = parse_config(config, strict=strict, plugin_family=functools.partial(plugin_family, registry))
     tables = {
         block.layer_type: build_table(block, registry.loaded(block.rope_type, path=block.rope_type_path), strict=strict)
@@ -121,11 +122,12 @@ def _named_by_architecture(config: Mapping[str, Any], registry: Registry) -> Map
     return MappingProxyType({**config, "model_type": family.model_type})
 
 
-def _declared_language_model(config: Mapping[str, Any], registry: Registry) -> tuple[Mapping[str, Any], str] | None:
+def _declared_language_model(
+    config: Mapping[str, Any], family: ModelFamily | None
+) -> tuple[Mapping[str, Any], str] | None:
     """``(sub-config, path prefix)`` for a family declared as a wrapper (``ModelFamily.language_model``:
     InternVL's ``llm_config``); ``None`` otherwise. A RoPE key at the wrapper's own top level is
     refused: its code builds the language model from the sub-config alone."""
-    family = _declared_family(config, registry)
     if family is None or not family.language_model:
         return None
     model_type = family.model_type
@@ -150,12 +152,13 @@ def _declared_family(config: Mapping[str, Any], registry: Registry) -> ModelFami
     return plugin_family(registry, model_type)
 
 
-def _without_unread(config: Mapping[str, Any], registry: Registry) -> Mapping[str, Any]:
+def _without_unread(config: Mapping[str, Any], family: ModelFamily | None) -> Mapping[str, Any]:
     """``config`` without the width keys its family's code does not read (``ModelFamily.unread_keys``),
     each named in a warning: the table is what the code applies without them."""
-    family = _declared_family(config, registry)
-    stated = [key for key in family.unread_keys if config.get(key) is not None] if family is not None else []
-    if not stated or family is None:
+    if family is None:
+        return config
+    stated = [key for key in family.unread_keys if config.get(key) is not None]
+    if not stated:
         return config
     for key in sorted(stated):
         warnings.warn(f"{key}: {family.model_type}'s code does not read it ({family.code or family.doc}); ropekit "
