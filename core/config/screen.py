@@ -108,6 +108,9 @@ def _same(value: Any, served: Any) -> bool:
     return bool(value == served)
 
 
+_SCALARS = frozenset((str, int, float, bool, type(None), list))
+
+
 def _walk(layer: Mapping[str, Any], prefix: str, *, reading: bool) -> Iterator[Lookalike]:
     """Look-alikes in ``layer`` (whose keys ropekit reads when ``reading``), and in every nested
     object below it that is not a modality or quantisation sub-config. A flagged key's object is
@@ -119,7 +122,9 @@ def _walk(layer: Mapping[str, Any], prefix: str, *, reading: bool) -> Iterator[L
             always, problem = found
             yield Lookalike(path, str(name), value, _means(name), always, problem)
             continue
-        if not isinstance(value, Mapping) or (reading and name in ("rope_scaling", "rope_parameters")):
+        kind = type(value)  # the JSON scalars first: an ABC check per value costs a load its speed
+        if kind in _SCALARS or not (kind is dict or isinstance(value, Mapping)) or (
+                reading and name in ("rope_scaling", "rope_parameters")):
             continue
         if reading and not prefix and name == "text_config":
             yield from _walk(value, "text_config.", reading=True)

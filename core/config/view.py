@@ -22,6 +22,10 @@ sends ``num_attention_heads`` to its decoder's, the rotating text decoder); read
 name is absent."""
 
 
+_UNSEEN: Any = object()
+"""A key not looked up yet (``None`` is a key the config and its class defaults do not have)."""
+
+
 class ConfigView(Mapping[str, Any]):
     """The model's language config: ``text_config`` (if any) layered over the top level, over the
     class defaults of its model_type (the values its config class uses where a config is silent).
@@ -50,11 +54,10 @@ class ConfigView(Mapping[str, Any]):
         self._found: dict[str, tuple[str, Any] | None] = {}
 
     def _find(self, name: str) -> tuple[str, Any] | None:
-        try:  # a load asks for the same few keys dozens of times; the layers never change
-            return self._found[name]
-        except KeyError:
+        found: tuple[str, Any] | None = self._found.get(name, _UNSEEN)  # a load asks for the same keys often
+        if found is _UNSEEN:
             found = self._found[name] = self._search(name)
-            return found
+        return found
 
     def _search(self, name: str) -> tuple[str, Any] | None:
         if name == "model_type" and self._model_type is not None:  # the identified code, wherever it was named
@@ -81,7 +84,9 @@ class ConfigView(Mapping[str, Any]):
 
     def get(self, name: str, default: Any = None) -> Any:
         """``name``'s value, else ``default`` (no KeyError raised and caught: geometry asks often)."""
-        found = self._find(name)
+        found: tuple[str, Any] | None = self._found.get(name, _UNSEEN)  # _find inlined: about 90 calls a load
+        if found is _UNSEEN:
+            found = self._found[name] = self._search(name)
         return default if found is None else found[1]
 
     def __contains__(self, name: object) -> bool:
