@@ -80,13 +80,15 @@ def load(
     if config.get("model_type") == "internlm" and isinstance(config.get("rotary"), Mapping):
         config = internlm_rotary(config)  # InternLM's 2023 spelling, read as its code reads it
     family = _declared_family(config, registry)
+    if family is not None and family.variants:
+        config, family = _variant(config, family, registry)
     wrapped = language_model(config) or _declared_language_model(config, family)
     if wrapped is not None:  # a wrapper keeping its language model under its own key: load that, paths kept
         inner, prefix = wrapped
         with _under(prefix):
             model = load(inner, strict=strict, registry=registry)
         return attrs.evolve(model, source=origin)
-    config = _without_unread(config, family)
+    config = _with_width(_without_unread(config, family), family)
     parsed = parse_config(config, strict=strict, plugin_family=functools.partial(plugin_family, registry))
     tables = {
         block.layer_type: build_table(block, registry.loaded(block.rope_type, path=block.rope_type_path), strict=strict)
@@ -150,6 +152,43 @@ def _declared_family(config: Mapping[str, Any], registry: Registry) -> ModelFami
     if not isinstance(model_type, str) or class_facts(model_type) is not None or model_type in REMOTE_FAMILIES:
         return None
     return plugin_family(registry, model_type)
+
+
+def _variant(
+    config: Mapping[str, Any], family: ModelFamily, registry: Registry
+) -> tuple[Mapping[str, Any], ModelFamily]:
+    """The family whose code a config of a shared ``model_type`` runs (``ModelFamily.variants``), decided
+    by the classes its ``architectures`` name, as engines choose code; refused naming that evidence when
+    they name neither code."""
+    stated = config.get("architectures")
+    names = [name for name in stated if isinstance(name, str)] if isinstance(stated, list) else []
+    for name in names:
+        if name in family.variants:
+            variant = plugin_family(registry, family.variants[name])
+            if variant is None:
+                raise RopeConfigError("architectures", f"{name!r} names the code of {family.variants[name]!r}, whose "
+                                      "family declaration is not installed")
+            return MappingProxyType({**config, "model_type": variant.model_type}), variant
+    if any(name in family.architectures for name in names):
+        return config, family
+    codes = "; ".join([f"{', '.join(family.architectures)} ({family.model_type}: {family.doc})",
+                       *(f"{arch} ({variant})" for arch, variant in sorted(family.variants.items()))])
+    raise RopeConfigError("architectures", f"{names or 'missing'}: model_type {family.model_type!r} names more than "
+                          f"one code, told apart by the class a config's architectures name: {codes}; state the "
+                          "checkpoint's architectures")
+
+
+def _with_width(config: Mapping[str, Any], family: ModelFamily | None) -> Mapping[str, Any]:
+    """``config`` read with its family's rotated width (``ModelFamily.width_key``) as the table's head."""
+    if family is None or not family.width_key:
+        return config
+    key = family.width_key
+    value = config.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or value % 2:
+        raise RopeConfigError(key, f"expected a positive even number of channels: {family.model_type}'s code rotates "
+                              f"that many ({family.code or family.doc}), got {value!r}")
+    rest = {name: item for name, item in config.items() if name not in (key, "head_dim", "partial_rotary_factor")}
+    return MappingProxyType({**rest, "head_dim": value})
 
 
 def _without_unread(config: Mapping[str, Any], family: ModelFamily | None) -> Mapping[str, Any]:

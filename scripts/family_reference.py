@@ -60,6 +60,90 @@ def _plain(base: float, dim: int) -> np.ndarray:
     return 1.0 / np.power(float(base), exponents)
 
 
+def bailing_v1(config: Mapping[str, Any]) -> FamilyTable:
+    """Ling v1 remote code (inclusionAI/Ling@5ccaeae0 models/modeling_bailing_moe.py): ``self.head_dim =
+    config.head_dim or self.hidden_size // self.num_heads`` (L485), ``BailingMoeRotaryEmbedding(self.head_dim,
+    base=self.rope_theta)`` (L501-505) with ``inv_freq = 1.0 / (self.base ** (torch.arange(0, self.dim, 2).float()
+    / self.dim))`` (L127), ``cat((freqs, freqs))`` and ``rotate_half`` over halves (L140-142, L289-293);
+    ``rope_scaling`` ``type`` linear / dynamic as Llama's (L508-523; yarn is DeepSeek-V2's, not ported here)."""
+    dim = int(config.get("head_dim") or int(config["hidden_size"]) // int(config["num_attention_heads"]))
+    return _llama_style(config, None, dim, float(config.get("rope_theta", 10000.0)), "Ling v1", ("linear", "dynamic"))
+
+
+def bailing_v1_yarn(config: Mapping[str, Any]) -> FamilyTable:
+    """Ling v1's YaRN (inclusionAI/Ling@5ccaeae0 models/modeling_bailing_moe.py L231-285, DeepSeek-V2's
+    ``DeepseekV2YarnRotaryEmbedding``): constructor defaults ``original_max_position_embeddings=4096, beta_fast=32,
+    beta_slow=1, mscale=1, mscale_all_dim=0`` (L240-244), each replaced by the block's key when stated (L524-535);
+    ``yarn_find_correction_range`` with floor / ceil clamped to ``[0, dim - 1]`` (L210-213), ``inv_freq_mask = 1.0 -
+    yarn_linear_ramp_mask(low, high, dim // 2)``, ``inv_freq = freq_inter * (1 - inv_freq_mask) + freq_extra *
+    inv_freq_mask``; cos/sin x ``yarn_get_mscale(factor, mscale) / yarn_get_mscale(factor, mscale_all_dim)`` with
+    ``yarn_get_mscale(s, m) = 1.0 if s <= 1 else 0.1 * m * math.log(s) + 1.0`` (L216-219, L278-284)."""
+    dim = int(config.get("head_dim") or int(config["hidden_size"]) // int(config["num_attention_heads"]))
+    base, block = float(config.get("rope_theta", 10000.0)), config["rope_scaling"]
+    factor, original = float(block["factor"]), int(block.get("original_max_position_embeddings", 4096))
+    beta_fast, beta_slow = float(block.get("beta_fast", 32)), float(block.get("beta_slow", 1))
+    mscale, mscale_all_dim = float(block.get("mscale", 1)), float(block.get("mscale_all_dim", 0))
+
+    def correction_dim(rotations: float) -> float:
+        return (dim * math.log(original / (rotations * 2 * math.pi))) / (2 * math.log(base))
+
+    low, high = max(math.floor(correction_dim(beta_fast)), 0), min(math.ceil(correction_dim(beta_slow)), dim - 1)
+    if low == high:
+        high += 0.001
+    ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
+    mask = 1.0 - ramp
+    extra = _plain(base, dim)
+    inv_freq = extra / factor * (1 - mask) + extra * mask
+
+    def get_mscale(scale: float, weight: float) -> float:
+        return 1.0 if scale <= 1 else 0.1 * weight * math.log(scale) + 1.0
+
+    attention = get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)
+    return FamilyTable(inv_freq, dim, "neox", attention, f"Ling v1 yarn: original {original}, x {attention:.6g}")
+
+
+def pangu_embedded(config: Mapping[str, Any]) -> FamilyTable:
+    """openPangu-Embedded remote code (IDLEOAK/openpangu-lightweight-methods@26a4a87d modeling_openpangu_dense.py, a
+    copy of the hub file): transformers' rope functions over ``getattr(config, "head_dim", None) or hidden_size //
+    num_attention_heads``, ``inv_freq = 1 / rope_theta ** (arange(0, dim, 2) / dim)``, rotate-half."""
+    dim = int(config.get("head_dim") or int(config["hidden_size"]) // int(config["num_attention_heads"]))
+    return _llama_style(config, None, dim, float(config.get("rope_theta", 16000000.0)), "openPangu-Embedded", ())
+
+
+def molmo(config: Mapping[str, Any]) -> FamilyTable:
+    """Molmo remote code (modeling_molmo.py): ``MolmoForCausalLM.__init__`` builds its model config with
+    ``rope_impl="llama"`` (L2025) and ``rope_theta=config.rope_theta`` (L2044); ``RotaryEmbedding``: ``dim =
+    d_model // n_heads``, ``inv_freq = 1.0 / (rope_theta ** (arange(0, dim, 2) / dim))`` (L123), the ``llama``
+    branch rotate-half (L126-149)."""
+    dim = int(config["hidden_size"]) // int(config["num_attention_heads"])
+    return _llama_style(config, None, dim, float(config["rope_theta"]), "Molmo (rope_impl llama)", ())
+
+
+def phi4mm(config: Mapping[str, Any], seq_len: int | None = None) -> FamilyTable:
+    """Phi-4-multimodal remote code (modeling_phi4mm.py, ``Phi4MMLongRoPEScaledRotaryEmbedding``, Phi-3's):
+    ``rotary_ndims = int(head_dim * config.partial_rotary_factor)``; ``if seq_len >
+    original_max_position_embeddings: long_factor else short_factor``; ``inv_freq = 1.0 / (ext_factors *
+    base ** (arange(0, dim, 2) / dim))``; cos/sin x ``sqrt(1 + log(max / original) / log(original))``; the
+    first ``rotary_ndims`` channels, rotate-half."""
+    head = int(config["hidden_size"]) // int(config["num_attention_heads"])
+    dim = int(head * float(config["partial_rotary_factor"]))
+    scaling, original = config["rope_scaling"], int(config["original_max_position_embeddings"])
+    long = seq_len is not None and seq_len > original
+    ext = np.asarray(scaling["long_factor" if long else "short_factor"], dtype=np.float64)
+    scale = float(config["max_position_embeddings"]) / original
+    factor = 1.0 if scale <= 1.0 else math.sqrt(1 + math.log(scale) / math.log(original))
+    notes = f"Phi-4-mm longrope over {dim} of {head}: {'long' if long else 'short'} factors at seq_len {seq_len}"
+    return FamilyTable(_plain(float(config["rope_theta"]), dim) / ext, dim, "neox", factor, notes)
+
+
+def qwen2_flat(config: Mapping[str, Any], family: str) -> FamilyTable:
+    """A remote family whose config is a ``Qwen2Config`` (dots.ocr's ``DotsOCRConfig(Qwen2Config)``) and whose language
+    model is transformers' Qwen2: rotate-half over ``head_dim`` (``hidden_size // num_attention_heads`` unless stated)
+    at ``rope_theta``."""
+    dim = int(config.get("head_dim") or int(config["hidden_size"]) // int(config["num_attention_heads"]))
+    return _llama_style(config, None, dim, float(config.get("rope_theta", 10000.0)), family, ())
+
+
 # --------------------------------------------------------------------------------------------------
 # ChatGLM2 / ChatGLM3 / GLM-4 (THUDM remote code, modeling_chatglm.py)
 # --------------------------------------------------------------------------------------------------
@@ -553,6 +637,16 @@ def build() -> dict[str, dict[str, Any]]:
     out["phi-3.5-vision-instruct.json"] = phi3_v(_load("phi-3.5-vision-instruct.json")).to_json()
     for name in ("llama-3_3-nemotron-super-49b-v1.json", "llama-3_1-nemotron-ultra-253b-v1.json"):
         out[name] = decilm(_load(name)).to_json()
+    out["ling-lite-chat.json"] = bailing_v1(_load("ling-lite-chat.json")).to_json()
+    out["ling-plus-chat.json"] = bailing_v1(_load("ling-plus-chat.json")).to_json()
+    out["openpangu-embedded-7b.json"] = pangu_embedded(_load("openpangu-embedded-7b.json")).to_json()
+    out["molmo-7b-d-0924.json"] = molmo(_load("molmo-7b-d-0924.json")).to_json()
+    out["dots-ocr.json"] = qwen2_flat(_load("dots-ocr.json"), "dots.ocr (Qwen2)").to_json()
+    phi4mm_cfg = _load("phi-4-multimodal-instruct.json")
+    out["phi-4-multimodal-instruct.json"] = phi4mm(phi4mm_cfg).to_json()
+    original = int(phi4mm_cfg["original_max_position_embeddings"])
+    for seq_len in (original, original + 1):
+        out[f"phi-4-multimodal-instruct.json@seq_len={seq_len}"] = phi4mm(phi4mm_cfg, seq_len).to_json()
     return out
 
 

@@ -8,6 +8,7 @@ The data (``tests/data``): ``golden/`` (tables from transformers, ``scripts/gene
 from __future__ import annotations
 
 import importlib.util
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -63,5 +64,6 @@ def load_script(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while defining classes
     spec.loader.exec_module(module)
     return module

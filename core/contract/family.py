@@ -59,7 +59,7 @@ def _iterable(value: Any, field: str) -> Any:
     return value
 
 
-_UNREADABLE = frozenset({"head_dim", "partial_rotary_factor", "rotary_dim"})
+_UNREADABLE = frozenset({"head_dim", "partial_rotary_factor", "rotary_dim", "rope_scaling"})
 
 
 def _is_name(value: Any) -> bool:
@@ -94,13 +94,20 @@ class ModelFamily:
     - ``language_model``: the key under which a wrapper keeps its language model's config
       (InternVL's ``llm_config``): that sub-config is served, as the wrapper's code builds it;
     - ``unread_keys``: width keys its code does not read (``head_dim``, ``partial_rotary_factor``,
-      ``rotary_dim``: InternLM2 rotates ``hidden_size // num_attention_heads`` whatever they say); a
-      config stating one is served as the code runs, without it, with a warning naming it;
+      ``rotary_dim``: InternLM2 rotates ``hidden_size // num_attention_heads`` whatever they say), or
+      ``rope_scaling`` when its code never reads a scaling block (openPangu-Ultra); a config stating
+      one is served as the code runs, without it, with a warning naming it;
     - ``inert_keys``: keys that look like RoPE which its code reads without changing the table (phi-2's
       ``flash_rotary`` picks a fused kernel of the same rotation), each with why: accepted, not refused;
     - ``layer_configs`` and ``no_rope_if``: a per-layer list of objects (DeciLM's ``block_configs``)
       and the values inside an entry (dotted paths, ``{"attention.no_op": true}``) that mean the
-      layer applies no RoPE.
+      layer applies no RoPE;
+    - ``variants``: for a ``model_type`` whose published configs run two codes (Ling 2.0 configs
+      state Ling v1's ``bailing_moe``), the classes in ``architectures`` that name the other code and
+      the family (model_type) that serves it; a config naming none of this family's
+      ``architectures`` nor a variant's is refused, naming the evidence that decides;
+    - ``width_key``: the config key holding the number of channels its code rotates, the table's
+      head (openPangu-Ultra's MLA rope sub-head ``attention_qk_rope_dim``).
     """
 
     model_type: str
@@ -123,6 +130,8 @@ class ModelFamily:
     language_model: str = ""
     layer_configs: str = ""
     no_rope_if: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    variants: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    width_key: str = ""
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.model_type, str) or not self.model_type or not self.model_type.isprintable() \
@@ -170,12 +179,20 @@ class ModelFamily:
         if theta is not None and (isinstance(theta, bool) or not isinstance(theta, (int, float))
                                   or not math.isfinite(theta) or theta <= 1):
             raise DeclarationError(f"family {name!r}: fixed_theta must be a base above 1, got {theta!r}")
-        for field in ("language_model", "layer_configs"):
+        for arch, variant in self.variants.items():
+            if not _is_name(arch) or not _is_name(variant) or variant == name or arch in self.architectures:
+                raise DeclarationError(f"family {name!r}: variants must map class names (not this family's own "
+                                       f"architectures) to another family's model_type, got {arch!r}: {variant!r}")
+        if self.variants and not self.architectures:
+            raise DeclarationError(f"family {name!r}: a family with variants must name its own architectures (the "
+                                   "evidence that a config runs this family's code)")
+        for field in ("language_model", "layer_configs", "width_key"):
             value = getattr(self, field)
             if not isinstance(value, str) or (value and not _is_name(value)):
                 raise DeclarationError(f"family {name!r}: {field} must be a config key, got {value!r}")
         if self.language_model and (self.rope_types is not None or self.fixed_theta is not None or self.layer_configs
-                                    or self.unread_keys or self.schemes or self.partial_rotary_factor is not None):
+                                    or self.unread_keys or self.schemes or self.partial_rotary_factor is not None
+                                    or self.width_key):
             raise DeclarationError(f"family {name!r}: a wrapper (language_model) applies no RoPE of its own; declare "
                                    "what its language model's code does in that model's family instead")
         unknown_unread = sorted(self.unread_keys - _UNREADABLE)

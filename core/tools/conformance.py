@@ -584,8 +584,11 @@ def check_family(model_type: str, *, registry: Registry | None = None) -> list[s
         else:
             raise fail("declares no_rope, yet a config of it loaded a table")
     for example in family.examples:
-        if example.config.get("model_type") != model_type:
-            raise fail(f"example {example.name!r} states model_type {example.config.get('model_type')!r}")
+        stated, named = example.config.get("model_type"), example.config.get("architectures")
+        by_class = stated is None and isinstance(named, list) and any(name in family.architectures for name in named)
+        if stated != model_type and not by_class:
+            raise fail(f"example {example.name!r} states model_type {stated!r} (state {model_type!r}, or no "
+                       "model_type and one of the family's architectures)")
         try:
             table = load(example.config, registry=registry)[example.layer_type]
         except RopekitError as error:

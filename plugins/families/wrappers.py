@@ -15,8 +15,9 @@ from types import SimpleNamespace
 from ropekit import Example, ModelFamily, hookimpl
 
 __all__ = [
-    "BAGEL", "FUNAUDIOCHAT", "INTERNVL_CHAT", "INTERN_S2_PREVIEW", "KIMI_VL", "LLAMA_NEMOTRON_NANO_VL", "MIDASHENGLM",
-    "MIMOVL", "NVLM_D", "OPENVLA", "OVIS", "STEP3_VL",
+    "BAGEL", "COLQWEN3", "FUNAUDIOCHAT", "INTERNS2_MOBIUS", "INTERNVL_CHAT", "INTERN_S2_PREVIEW", "KIMI_K3", "KIMI_VL",
+    "LIGHTONOCR", "LLAMA_NEMOTRON_NANO_VL", "LLAMA_NEMOTRON_VL", "MIDASHENGLM", "MIMOVL", "MOSS_AUDIO", "NVLM_D",
+    "OPENVLA", "OPS_COLQWEN3", "OVIS", "QWEN3_VL_NEMOTRON_EMBED", "STEP3_VL",
 ]
 
 
@@ -139,4 +140,71 @@ STEP3_VL = _plugin(ModelFamily(
     architectures=("Step3VLForConditionalGeneration",),
     language_model="text_config",
     examples=_example("step3_vl", "text_config", "qwen2"),
+))
+MOSS_AUDIO = _plugin(ModelFamily(
+    model_type="moss_audio",
+    doc="MOSS-Audio (remote code): its language model is language_config (a Qwen3Config)",
+    code="vllm/transformers_utils/configs/moss_audio.py (language_config = Qwen3Config(**language_config)); "
+         "vllm/model_executor/models/moss_audio.py",
+    architectures=("MossAudioModel",),
+    language_model="language_config",
+    examples=_example("moss_audio", "language_config", "qwen3"),
+))
+LLAMA_NEMOTRON_VL = _plugin(ModelFamily(
+    model_type="llama_nemotron_vl",
+    doc="Llama-Nemotron VL embedding/reranking models (remote code): their language model is llm_config (a "
+        "bidirectional Llama)",
+    code="vllm/model_executor/models/nemotron_vl.py (LlamaNemotronVLModel: hf_config=config.get_text_config(), "
+         "llm_config.is_causal = False)",
+    architectures=("LlamaNemotronVLModel", "LlamaNemotronVLForSequenceClassification"),
+    language_model="llm_config",
+    examples=_example("llama_nemotron_vl", "llm_config", "llama"),
+))
+LIGHTONOCR = _plugin(ModelFamily(
+    model_type="lightonocr",
+    doc="LightOnOCR (remote code): its language model is text_config",
+    code="vllm/model_executor/models/lightonocr.py:161-173 (init_vllm_registered_model(hf_config=config.text_config))",
+    architectures=("LightOnOCRForConditionalGeneration",),
+    language_model="text_config",
+    examples=_example("lightonocr", "text_config", "qwen3"),
+))
+COLQWEN3 = _plugin(ModelFamily(
+    model_type="colqwen3",
+    doc="ColQwen3 (late interaction, remote code): Qwen3-VL's config; its language model is text_config",
+    code="vllm/transformers_utils/configs/colqwen3.py (ColQwen3Config(Qwen3VLConfig))",
+    architectures=("ColQwen3",),
+    language_model="text_config",
+    examples=_example("colqwen3", "text_config", "qwen3"),
+))
+OPS_COLQWEN3 = _plugin(ModelFamily(
+    model_type="ops_colqwen3",
+    doc="OpsColQwen3 (late interaction, remote code): ColQwen3's config; its language model is text_config",
+    code="vllm/transformers_utils/configs/colqwen3.py (OpsColQwen3Config(ColQwen3Config))",
+    architectures=("OpsColQwen3Model",),
+    language_model="text_config",
+    examples=_example("ops_colqwen3", "text_config", "qwen3"),
+))
+QWEN3_VL_NEMOTRON_EMBED = _plugin(ModelFamily(
+    model_type="qwen3_vl_nemotron_embed",
+    doc="Qwen3-VL Nemotron embedding (remote code): ColQwen3's config; its language model is text_config",
+    code="vllm/transformers_utils/configs/colqwen3.py (Qwen3VLNemotronEmbedConfig(ColQwen3Config))",
+    architectures=("Qwen3VLNemotronEmbedModel",),
+    language_model="text_config",
+    examples=_example("qwen3_vl_nemotron_embed", "text_config", "qwen3"),
+))
+KIMI_K3 = _plugin(ModelFamily(
+    model_type="kimi_k3",
+    doc="Kimi-K3 (remote code): its language model is text_config (Kimi-Linear)",
+    code="vllm/transformers_utils/configs/kimi_k3.py:86-104 (text_config -> KimiLinearConfig(**text_config))",
+    architectures=("KimiK3ForConditionalGeneration",),
+    language_model="text_config",
+    examples=_example("kimi_k3", "text_config", "qwen3"),
+))
+INTERNS2_MOBIUS = _plugin(ModelFamily(
+    model_type="interns2_mobius",
+    doc="Intern-S2 Mobius (remote code): its language model is text_config",
+    code="vllm/model_executor/models/interns2_mobius.py (the text stack from hf_text_config)",
+    architectures=("InternS2MobiusForConditionalGeneration",),
+    language_model="text_config",
+    examples=_example("interns2_mobius", "text_config", "qwen3"),
 ))

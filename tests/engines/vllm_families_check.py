@@ -84,6 +84,22 @@ CASES: dict[str, tuple[dict[str, Any], str, str]] = {
                    "rope_scaling": {"type": "su", "short_factor": [1.0 + i / 10 for i in range(HEAD // 2)],
                                     "long_factor": [2.0 + i for i in range(HEAD // 2)]}},
                   "match", "vLLM serves the long factors at every length, short prompts included"),
+    # Ling v1 and Ling 2.0 share model_type bailing_moe; architectures decides, as it decides vLLM's model file
+    "bailing_moe": ({"model_type": "bailing_moe", "architectures": ["BailingMoeForCausalLM"], "rope_theta": 6e5},
+                    "match", "serves the declared default table"),
+    # Ling v1's DeepSeek-V2 YaRN (deepseek_yarn) with the original length stated, as Ling's README tells vLLM users
+    "bailing_moe-yarn": ({"model_type": "bailing_moe", "architectures": ["BailingMoeForCausalLM"], "rope_theta": 6e5,
+                          "rope_scaling": {"type": "yarn", "factor": 2.0, "original_max_position_embeddings": 128}},
+                         "match", "serves the declared deepseek_yarn table"),
+    "ling-v2": ({"model_type": "bailing_moe", "architectures": ["BailingMoeV2ForCausalLM"], "rope_theta": 6e5,
+                 "head_dim": HEAD, "partial_rotary_factor": 0.5}, "match", "serves the declared default table"),
+    "PanguEmbedded": ({"model_type": "PanguEmbedded", "rope_theta": 1.6e7}, "match", "serves the declared default table"),
+    "step3_text": ({"model_type": "step3_text", "rope_theta": 5e5, "head_dim": HEAD}, "match",
+                   "serves the declared default table"),
+    "molmo": ({"model_type": "molmo", "rope_theta": 1e6}, "match", "serves the declared default table"),
+    "nanbeige-linear": ({"model_type": "nanbeige", "rope_theta": 1e4, "rope_scaling": {"type": "linear", "factor": 2.0}},
+                        "match", "serves the declared linear table"),
+    "telechat3": ({"model_type": "telechat3", "rope_theta": 1e6}, "match", "serves the declared default table"),
 }
 
 

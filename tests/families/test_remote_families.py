@@ -17,7 +17,7 @@ import ropekit
 from ropekit import Registry
 from ropekit.testing import check_family
 
-from ..support import CONFIGS
+from ..support import CONFIGS, load_script
 
 FAMILIES = CONFIGS / "families"
 REFERENCE: dict[str, Any] = json.loads((FAMILIES / "reference.json").read_text(encoding="utf-8"))
@@ -25,7 +25,8 @@ BUILTIN = Registry(read_env=False).families
 BUILTIN_TYPES = sorted(name for name in BUILTIN.names() if (owner := BUILTIN.owner(name)) and
                        owner.distribution == "ropekit")
 WRAPPERS = sorted(name for name in BUILTIN_TYPES if (family := BUILTIN.family(name)) and family.language_model)
-REFUSING = sorted(name for name in BUILTIN_TYPES if (family := BUILTIN.family(name)) and family.unserved)
+REFUSING = sorted(name for name in BUILTIN_TYPES if (family := BUILTIN.family(name)) and (family.unserved or
+                                                                                           family.no_rope))
 ROTATING = sorted(set(BUILTIN_TYPES) - set(WRAPPERS) - set(REFUSING))
 CASES = sorted(name for name in REFERENCE
                if json.loads((FAMILIES / name.split("@")[0]).read_text()).get("model_type") in BUILTIN_TYPES)
@@ -50,6 +51,13 @@ def _load(name: str) -> ropekit.ModelRope:
 
 NO_PUBLISHED_CONFIG = {
     "solar": "no Solar config.json copy was found (find_string '\"model_type\": \"solar\"' finds only other projects)",
+    "ling-v2": "no verbatim Ling 2.0 config.json: only the vendor's exporter template (Ling-V2@af8837e "
+               "tools/convert_dcp_to_safetensors.py:190-229) and shrunk test fixtures",
+    "pangu_ultra_moe": "no openPangu-Ultra-MoE config.json copy was found (its keys are known from the config class)",
+    "step3_text": "no Step-3 config.json copy was found; only its configuration class",
+    "telechat3": "no TeleChat3 config.json copy was found; only its configuration class",
+    "nanbeige": "no Nanbeige config.json copy was found; only its configuration class",
+    "llama_bidirec": "no llama_bidirec config.json copy was found (vLLM's registry and config class only)",
 }
 """Rotating built-in families served without a published config to check: each says what was searched."""
 
@@ -83,7 +91,7 @@ def test_a_family_whose_rule_no_scheme_expresses_is_refused_naming_it(model_type
     assert family is not None
     with pytest.raises(ropekit.RopeConfigError) as caught:
         ropekit.load({"model_type": model_type, "hidden_size": 64, "num_attention_heads": 2})
-    assert caught.value.path == "model_type" and family.unserved in str(caught.value)
+    assert caught.value.path == "model_type" and (family.unserved or family.no_rope) in str(caught.value)
 
 
 def test_telechat2s_published_config_is_refused_naming_its_stepped_ntk() -> None:
@@ -293,3 +301,50 @@ def test_family_declarations_are_checked(fields: dict[str, Any], match: str | No
         return
     with pytest.raises(ropekit.DeclarationError, match=match):
         ropekit.ModelFamily("x", "doc", **fields)
+
+
+@pytest.mark.parametrize("block", [
+    {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},  # Ling's README, for vLLM users
+    {"type": "yarn", "factor": 4.0},  # the code's own original length, 4096
+    {"type": "yarn", "factor": 4.0, "mscale": 0.707},  # transformers' yarn would ignore a lone mscale
+    {"type": "yarn", "factor": 8.0, "mscale": 1.0, "mscale_all_dim": 0.5, "beta_fast": 16, "beta_slow": 2},
+])
+def test_ling_v1s_yarn_is_deepseek_v2s_as_its_code_computes_it(block: dict[str, Any]) -> None:
+    config = {**json.loads((FAMILIES / "ling-lite-chat.json").read_text()), "rope_scaling": block}
+    expected = load_script("family_reference").bailing_v1_yarn(config)
+    table = ropekit.load(config).table
+    assert table.rope_type == "deepseek_yarn"
+    np.testing.assert_allclose(table.inv_freq, expected.inv_freq, rtol=1e-12, atol=0)
+    assert table.attention_factor == pytest.approx(expected.attention_factor, rel=1e-12)
+
+
+def test_one_model_type_two_codes_architectures_decide_or_the_config_is_refused_naming_them() -> None:
+    ling = json.loads((FAMILIES / "ling-lite-chat.json").read_text())
+    assert (ling["model_type"], ling["architectures"]) == ("bailing_moe", ["BailingMoeForCausalLM"])
+    with pytest.warns(UserWarning, match="partial_rotary_factor: bailing_moe's code does not read it"):
+        v1 = ropekit.load({**ling, "partial_rotary_factor": 0.5})  # Ling v1's code rotates the whole head
+    assert v1.table.rotary_dim == 128
+    v2 = ropekit.load({**ling, "architectures": ["BailingMoeV2ForCausalLM"], "head_dim": 128,
+                       "partial_rotary_factor": 0.5})  # Ling 2.0's exporter writes model_type bailing_moe
+    assert (v2.table.rotary_dim, v2.table.head_dim) == (64, 128)
+    np.testing.assert_allclose(v2.table.inv_freq, 600000.0 ** -(np.arange(0, 64, 2) / 64), rtol=1e-15)
+    for architectures in (None, ["AcmeForCausalLM"]):
+        config = {key: value for key, value in ling.items() if key != "architectures"}
+        if architectures:
+            config["architectures"] = architectures
+        with pytest.raises(ropekit.RopeConfigError, match="BailingMoeForCausalLM .*BailingMoeV2ForCausalLM") as caught:
+            ropekit.load(config)
+        assert caught.value.path == "architectures"
+
+
+def test_a_width_key_names_the_rotated_sub_head_and_an_unread_scaling_block_is_named() -> None:
+    config = {"model_type": "pangu_ultra_moe", "hidden_size": 7680, "num_attention_heads": 128,
+              "attention_qk_rope_dim": 64, "attention_qk_dim": 128, "rope_theta": 25600000.0}
+    table = ropekit.load(config).table
+    assert (table.head_dim, table.rotary_dim, table.layout) == (64, 64, "gptj")
+    with pytest.warns(UserWarning, match="rope_scaling: pangu_ultra_moe's code does not read it"):
+        scaled = ropekit.load({**config, "rope_scaling": {"type": "yarn", "factor": 4.0}}).table
+    assert scaled.rope_type == "default"
+    with pytest.raises(ropekit.RopeConfigError, match="positive even number of channels") as caught:
+        ropekit.load({**config, "attention_qk_rope_dim": 63})
+    assert caught.value.path == "attention_qk_rope_dim"

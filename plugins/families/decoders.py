@@ -1,0 +1,124 @@
+"""Decoder families vLLM 0.32 serves whose code lives in their checkpoints (remote code), one plugin
+object each (``module:ATTRIBUTE`` entry points of the ``ropekit.families`` group).
+
+Each declaration says what its code applies, and the code it was read from. Where only the
+configuration class and the engines' ports could be read (TeleChat3, Nanbeige, Step-1,
+Nemotron-H-Puzzle), ``code`` names them, and a rope_type the ports disagree on is refused with
+what they disagree on.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from ropekit import Example, ModelFamily, hookimpl
+
+__all__ = ["DOTS_OCR", "LLAMA_BIDIREC", "MOLMO", "NANBEIGE", "NEMOTRON_H_PUZZLE", "PHI4MM", "STEP1", "STEP3_TEXT",
+           "TELECHAT3"]
+
+
+def _plugin(family: ModelFamily) -> SimpleNamespace:
+    """A plugin object whose ``ropekit_family`` hook returns ``family``."""
+
+    @hookimpl
+    def ropekit_family() -> ModelFamily:
+        return family
+
+    return SimpleNamespace(ropekit_family=ropekit_family, FAMILY=family)
+
+
+def _d4(model_type: str, **extra: object) -> tuple[Example, ...]:
+    """A config of ``model_type`` with a 4-wide head at base 10000: inv_freq (1, 0.01)."""
+    config = {"model_type": model_type, "hidden_size": 8, "num_attention_heads": 2, "rope_theta": 10000.0, **extra}
+    return (Example(f"{model_type}-d4", config, (1.0, 0.01)),)
+
+
+_WHOLE_HEAD = ("head_dim", "partial_rotary_factor", "rotary_dim")
+
+STEP3_TEXT = _plugin(ModelFamily(
+    model_type="step3_text",
+    doc="Step-3 text model remote code: rotate-half over head_dim (class default 256), base rope_theta "
+        "(class default 500000)",
+    code="modeling_step3.py (Step3TextAttention: Step3RotaryEmbedding(head_dim, rope_theta)); "
+         "vllm/model_executor/models/step3_text.py:195",
+    architectures=("Step3TextForCausalLM",),
+    # its config names the length max_position_embedding: transformers' scaled rope functions, which read
+    # max_position_embeddings, would fail on it, so only the plain table is one its code computes
+    rope_types=(),
+    defaults={"rope_theta": 500000.0, "head_dim": 256},
+    examples=_d4("step3_text", head_dim=4),
+))
+TELECHAT3 = _plugin(ModelFamily(
+    model_type="telechat3",
+    doc="TeleChat3 remote code: Llama's RoPE over the whole head, base rope_theta (class default 1e6)",
+    code="configuration_telechat3.py (head_dim must equal hidden_size // num_attention_heads); vLLM 0.32 "
+         "serves it as LlamaForCausalLM (registry.py:208); modeling_telechat3.py was not read",
+    architectures=("TeleChat3ForCausalLM",),
+    rope_types=(),
+    refused_types={"telechat3-yarn": "the ports disagree on its cos/sin multiplier: vLLM 0.32 rewrites it to yarn "
+                                     "with 0.07 * ln(factor) + 1 (transformers_utils/config.py:604-611), mlx-lm uses "
+                                     "YaRN's 0.1 * ln(factor) + 1, and the family's own modeling_telechat3.py, which "
+                                     "decides, could not be read"},
+    defaults={"rope_theta": 1000000.0},
+    examples=_d4("telechat3"),
+))
+NANBEIGE = _plugin(ModelFamily(
+    model_type="nanbeige",
+    doc="Nanbeige remote code: Llama's RoPE; rope_scaling of type linear or dynamic only",
+    code="configuration_nanbeige.py (_rope_scaling_validation: exactly {type: linear|dynamic, factor > 1}); "
+         "modeling_nanbeige.py (Nanbeige/Nanbeige4.2-3B@5ff54fb7) runs Llama's attention num_loops times",
+    architectures=("NanbeigeForCausalLM",),
+    rope_types=("linear", "dynamic"),
+    examples=_d4("nanbeige"),
+))
+MOLMO = _plugin(ModelFamily(
+    model_type="molmo",
+    doc="Molmo remote code: rotate-half over hidden_size // num_attention_heads, base rope_theta, no scaling",
+    code="modeling_molmo.py (MolmoForCausalLM passes rope_impl='llama': rotate-half; RotaryEmbedding over "
+         "hidden_size // n_heads); vllm/model_executor/models/molmo.py:456",
+    architectures=("MolmoForCausalLM",),
+    unread_keys=_WHOLE_HEAD,
+    rope_types=(),
+    examples=_d4("molmo"),
+))
+PHI4MM = _plugin(ModelFamily(
+    model_type="phi4mm",
+    doc="Phi-4-multimodal remote code: Phi-3's rotary over int(head_dim * partial_rotary_factor) leading channels; "
+        "longrope (su and yarn configs are rewritten to it)",
+    code="modeling_phi4mm.py / configuration_phi4mm.py (Phi4MMLongRoPEScaledRotaryEmbedding; "
+         "_rope_scaling_adjustment: su, yarn -> longrope)",
+    architectures=("Phi4MMForCausalLM",),
+    rope_types=("longrope", "su", "yarn"),
+    schemes={"su": "longrope", "yarn": "longrope"},
+    examples=_d4("phi4mm"),
+))
+DOTS_OCR = _plugin(ModelFamily(
+    model_type="dots_ocr",
+    doc="dots.ocr remote code: its language model is the config itself, a Qwen2Config (Qwen2's RoPE)",
+    code="configuration_dots.py (DotsOCRConfig(Qwen2Config)); vllm/model_executor/models/dots_ocr.py",
+    architectures=("DotsOCRForCausalLM",),
+    defaults={"rope_theta": 10000.0},
+    examples=_d4("dots_ocr"),
+))
+LLAMA_BIDIREC = _plugin(ModelFamily(
+    model_type="llama_bidirec",
+    doc="Llama with bidirectional attention (NVIDIA embedding models): Llama's RoPE",
+    code="LlamaBidirectionalConfig(LlamaConfig); vllm/model_executor/models/llama.py:243",
+    architectures=("LlamaBidirectionalModel", "LlamaBidirectionalForSequenceClassification"),
+    defaults={"rope_theta": 10000.0},
+    examples=_d4("llama_bidirec"),
+))
+STEP1 = _plugin(ModelFamily(
+    model_type="step1",
+    doc="Step-1: ALiBi, no RoPE",
+    code="vllm/model_executor/models/step1.py:51-75 (_get_step_alibi_slopes; no get_rope)",
+    architectures=("Step1ForCausalLM",),
+    no_rope="Step-1's attention adds ALiBi biases (Step's own slopes) and rotates nothing",
+))
+NEMOTRON_H_PUZZLE = _plugin(ModelFamily(
+    model_type="nemotron_h_puzzle",
+    doc="Nemotron-H Puzzle (NAS-pruned Nemotron-H): Mamba-2 hybrid, attention without RoPE",
+    code="vllm/model_executor/models/nemotron_h.py (NemotronHPuzzleForCausalLM: no rotary in any layer)",
+    architectures=("NemotronHPuzzleForCausalLM",),
+    no_rope="Nemotron-H's Mamba-2 layers carry position; its attention layers apply no rotary embedding",
+))
