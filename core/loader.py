@@ -82,6 +82,8 @@ def load(
     family = _declared_family(config, registry)
     if family is not None and family.variants:
         config, family = _variant(config, family, registry)
+    if family is not None and family.same_as:  # code that reads its config as a class ropekit knows
+        config, family = MappingProxyType({**config, "model_type": family.same_as}), None
     wrapped = language_model(config) or _declared_language_model(config, family)
     if wrapped is not None:  # a wrapper keeping its language model under its own key: load that, paths kept
         inner, prefix = wrapped
@@ -143,6 +145,8 @@ def _declared_language_model(
         if config.get(name) is not None:
             raise RopeConfigError(name, f"{model_type}'s code builds its language model from {key!r} alone and "
                                   f"never reads its own top-level {name!r}; state it under {key!r}, or remove it")
+    if family.language_model_type and inner.get("model_type") is None:  # the class its code builds it as
+        inner = MappingProxyType({**inner, "model_type": family.language_model_type})
     return inner, key + "."
 
 

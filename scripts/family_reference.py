@@ -642,6 +642,12 @@ def build() -> dict[str, dict[str, Any]]:
     out["openpangu-embedded-7b.json"] = pangu_embedded(_load("openpangu-embedded-7b.json")).to_json()
     out["molmo-7b-d-0924.json"] = molmo(_load("molmo-7b-d-0924.json")).to_json()
     out["dots-ocr.json"] = qwen2_flat(_load("dots-ocr.json"), "dots.ocr (Qwen2)").to_json()
+    # Unlimited-OCR's language_config: use_mla false, so DeepseekV2's remote code runs LlamaAttention (base 10000 by
+    # default, the whole head), its qk_* keys unread
+    out["unlimited-ocr.json"] = llama_plain(_load("unlimited-ocr.json")["language_config"],
+                                            "Unlimited-OCR (use_mla false: Llama's attention)").to_json()
+    out["deepseek-ocr.json"] = llama_plain(_load("deepseek-ocr.json")["language_config"],
+                                           "DeepSeek-OCR (use_mla false: Llama's attention)").to_json()
     phi4mm_cfg = _load("phi-4-multimodal-instruct.json")
     out["phi-4-multimodal-instruct.json"] = phi4mm(phi4mm_cfg).to_json()
     original = int(phi4mm_cfg["original_max_position_embeddings"])

@@ -379,7 +379,7 @@ def _no_rope_reason(view: ConfigView, family: Family) -> tuple[str, str] | None:
         if not isinstance(kind, str):
             raise RopeConfigError(view.path("position_embedding_type"), f"expected a string, got {kind!r}")
         return view.path("position_embedding_type"), f"{kind!r}, not rope: the model applies no RoPE"
-    if view.get("qk_rope_head_dim") == 0 and not isinstance(view.get("qk_rope_head_dim"), bool):
+    if _mla(view) and view.get("qk_rope_head_dim") == 0 and not isinstance(view.get("qk_rope_head_dim"), bool):
         # MLA whose query and key carry no rope sub-head (GLM-5-next's text model): nothing rotates
         return view.path("qk_rope_head_dim"), ("0: the attention's query and key have no rope sub-head, so no layer "
                                                "rotates; there is no RoPE table to serve")
@@ -554,6 +554,8 @@ def _layout(view: ConfigView, family: Family) -> Layout:
     ``rope_interleave`` says (DeepSeek-V3.2, GLM-5) is served so, and a stated ``rope_interleave`` that
     says otherwise is named in a warning (its code does not read it); else ``rope_interleave`` over the
     family's layout."""
+    if not _mla(view) and view.get("qk_rope_head_dim") is not None:
+        return "neox"  # use_mla false: DeepSeek-V2's remote code runs LlamaAttention, rotate_half over the whole head
     facts = facts_for(view)
     if facts is not None and facts.pairing in ("neox", "gptj"):
         pairing: Layout = "gptj" if facts.pairing == "gptj" else "neox"
@@ -781,6 +783,13 @@ def _factor_for(rotary_dim: int, head_dim: int) -> float:
     return factor
 
 
+def _mla(view: ConfigView) -> bool:
+    """Whether the attention is MLA, whose rope sub-head is ``qk_rope_head_dim``: unless ``use_mla`` is false,
+    DeepSeek-V2's remote-code switch (DeepSeek-OCR, Unlimited-OCR: ``LlamaAttention`` over the whole head, the
+    ``qk_*`` keys unread)."""
+    return view.get("use_mla") is not False
+
+
 def _head_dim_and_factor(
     view: ConfigView, family: Family, layer_type: str, block: Mapping[str, Any], path: str
 ) -> tuple[tuple[int, str], tuple[float, str]]:
@@ -792,7 +801,7 @@ def _head_dim_and_factor(
     qk_rope_head_dim``); it must then give ``qk_rope_head_dim``.
     """
     default_factor_path = view.path("partial_rotary_factor")
-    if view.get("qk_rope_head_dim") is None:
+    if view.get("qk_rope_head_dim") is None or not _mla(view):
         head_dim, head_path = _raw_head_dim(view, layer_type)
         head_dim = _bounded(head_path, head_dim)
         factor, factor_path = _partial_rotary_factor(view, family, head_dim, block, path, layer_type)

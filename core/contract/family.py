@@ -59,6 +59,8 @@ def _iterable(value: Any, field: str) -> Any:
     return value
 
 
+_SAME_AS_FIELDS = frozenset({"model_type", "doc", "code", "architectures", "examples", "same_as"})
+
 _UNREADABLE = frozenset({"head_dim", "partial_rotary_factor", "rotary_dim", "rope_scaling"})
 
 
@@ -107,7 +109,12 @@ class ModelFamily:
       the family (model_type) that serves it; a config naming none of this family's
       ``architectures`` nor a variant's is refused, naming the evidence that decides;
     - ``width_key``: the config key holding the number of channels its code rotates, the table's
-      head (openPangu-Ultra's MLA rope sub-head ``attention_qk_rope_dim``).
+      head (openPangu-Ultra's MLA rope sub-head ``attention_qk_rope_dim``);
+    - ``same_as``: the model_type of a transformers class whose config reading its code shares (vLLM's
+      LongCat-Flash n-gram model reads transformers' ``LongcatFlashConfig`` and runs LongCat-Flash's
+      attention): its configs are read as that class's, and no other field may say more;
+    - ``language_model_type``: for a wrapper whose language model's config states no model_type, the
+      model_type its code builds it as (Unlimited-OCR's ``language_config`` runs Llama's attention).
     """
 
     model_type: str
@@ -132,6 +139,8 @@ class ModelFamily:
     no_rope_if: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
     variants: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
     width_key: str = ""
+    same_as: str = ""
+    language_model_type: str = ""
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.model_type, str) or not self.model_type or not self.model_type.isprintable() \
@@ -186,7 +195,7 @@ class ModelFamily:
         if self.variants and not self.architectures:
             raise DeclarationError(f"family {name!r}: a family with variants must name its own architectures (the "
                                    "evidence that a config runs this family's code)")
-        for field in ("language_model", "layer_configs", "width_key"):
+        for field in ("language_model", "layer_configs", "width_key", "same_as", "language_model_type"):
             value = getattr(self, field)
             if not isinstance(value, str) or (value and not _is_name(value)):
                 raise DeclarationError(f"family {name!r}: {field} must be a config key, got {value!r}")
@@ -195,6 +204,16 @@ class ModelFamily:
                                     or self.width_key):
             raise DeclarationError(f"family {name!r}: a wrapper (language_model) applies no RoPE of its own; declare "
                                    "what its language model's code does in that model's family instead")
+        if self.language_model_type and not self.language_model:
+            raise DeclarationError(f"family {name!r}: language_model_type names the class of a wrapper's language "
+                                   "model: declare language_model (its key) too")
+        if self.same_as:
+            blank = ModelFamily(model_type=name, doc=self.doc)
+            said = [field.name for field in attrs.fields(ModelFamily) if field.name not in _SAME_AS_FIELDS
+                    and getattr(self, field.name) != getattr(blank, field.name)]
+            if said or self.same_as == name:
+                raise DeclarationError(f"family {name!r}: same_as reads its configs as {self.same_as!r}'s class, so "
+                                       f"it may not also declare {said or 'itself'}")
         unknown_unread = sorted(self.unread_keys - _UNREADABLE)
         if unknown_unread:
             raise DeclarationError(f"family {name!r}: unread_keys may name {sorted(_UNREADABLE)}, got {unknown_unread}")

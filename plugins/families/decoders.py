@@ -13,7 +13,8 @@ from types import SimpleNamespace
 
 from ropekit import Example, ModelFamily, hookimpl
 
-__all__ = ["DOTS_OCR", "LLAMA_BIDIREC", "MOLMO", "NANBEIGE", "NEMOTRON_H_PUZZLE", "PHI4MM", "STEP1", "STEP3_TEXT",
+__all__ = ["DOTS_OCR", "IQUESTLOOPCODER", "ISAAC", "LLAMA_BIDIREC", "LONGCAT_FLASH_NGRAM", "MINICPMO",
+           "MINIMAX_M3_TEXT", "MOLMO", "MOONDREAM3", "NANBEIGE", "NEMOTRON_H_PUZZLE", "PHI4MM", "STEP1", "STEP3_TEXT",
            "TELECHAT3"]
 
 
@@ -121,4 +122,65 @@ NEMOTRON_H_PUZZLE = _plugin(ModelFamily(
     code="vllm/model_executor/models/nemotron_h.py (NemotronHPuzzleForCausalLM: no rotary in any layer)",
     architectures=("NemotronHPuzzleForCausalLM",),
     no_rope="Nemotron-H's Mamba-2 layers carry position; its attention layers apply no rotary embedding",
+))
+IQUESTLOOPCODER = _plugin(ModelFamily(
+    model_type="iquestloopcoder",
+    doc="IQuest LoopCoder remote code: rotate-half over head_dim (class default 128), base rope_theta (class "
+        "default 500000); every layer re-run loop_num times with the same table; rope_scaling never read",
+    code="modeling_iquestloopcoder.py / configuration_iquestloopcoder.py (IQuestLoopCoderRotaryEmbedding; "
+         "rope_scaling stored, never read); vllm/model_executor/models/iquest_loopcoder.py:123",
+    architectures=("IQuestLoopCoderForCausalLM",),
+    unread_keys=("rope_scaling",),
+    rope_types=(),
+    defaults={"rope_theta": 500000.0, "head_dim": 128, "max_position_embeddings": 8192},
+    examples=_d4("iquestloopcoder", head_dim=4),
+))
+MINICPMO = _plugin(ModelFamily(
+    model_type="minicpmo",
+    doc="MiniCPM-o remote code: its language model is the config itself (Qwen2Config in 2.6, Qwen3Config in 4.5): "
+        "rotate-half over head_dim, base rope_theta",
+    code="configuration_minicpmo.py (MiniCPMOConfig(Qwen2Config), version 2.6; MiniCPMOConfig(Qwen3Config), "
+         "version 4.5); vllm/model_executor/models/minicpmo.py",
+    architectures=("MiniCPMO",),
+    examples=_d4("minicpmo"),
+))
+LONGCAT_FLASH_NGRAM = _plugin(ModelFamily(
+    model_type="longcat_flash_ngram",
+    doc="LongCat-Flash n-gram (LongCat-Flash-Lite): LongCat-Flash's config and attention, read as transformers' "
+        "longcat_flash",
+    code="vllm/transformers_utils/configs/longcat_flash_ngram.py (transformers' LongcatFlashConfig); "
+         "vllm/model_executor/models/longcat_flash_ngram.py reuses longcat_flash.py's attention",
+    architectures=("LongcatFlashNgramForCausalLM",),
+    same_as="longcat_flash",
+    examples=(Example("longcat-ngram-d4", {"model_type": "longcat_flash_ngram", "hidden_size": 8,
+                                           "num_attention_heads": 2, "qk_rope_head_dim": 4, "qk_nope_head_dim": 4,
+                                           "v_head_dim": 4, "kv_lora_rank": 4, "rope_theta": 10000.0},
+                      (1.0, 0.01)),),
+))
+MINIMAX_M3_TEXT = _plugin(ModelFamily(
+    model_type="minimax_m3_text",
+    doc="MiniMax-M3's text model as vLLM names it: transformers' minimax_m3_vl_text",
+    code="vllm/transformers_utils/configs/minimax_m3.py (model_type minimax_m3_text for MiniMax-M3-VL's text_config; "
+         "transformers names it minimax_m3_vl_text)",
+    architectures=("MiniMaxM3SparseForCausalLM",),
+    same_as="minimax_m3_vl_text",
+    examples=_d4("minimax_m3_text", hidden_size=16, head_dim=8, partial_rotary_factor=0.5),  # half of 8 rotates
+))
+MOONDREAM3 = _plugin(ModelFamily(
+    model_type="moondream3",
+    doc="Moondream 3: its text model's rotary is configured under its own text object",
+    code="vikhyat/moondream@0f78e355 moondream/torch/rope.py (precompute_freqs_cis), text.py, hf_moondream.py",
+    architectures=("HfMoondream", "Moondream3ForCausalLM"),
+    unserved="its text model rotates dim // (2 * n_heads) pairs of each head (the first half: 32 of 64 channels) at "
+             "a base of 1.5e6 by default, configured by keys of its own nested under 'text' (usually left out); "
+             "ropekit reads no such object, so it will not guess those defaults",
+))
+ISAAC = _plugin(ModelFamily(
+    model_type="isaac",
+    doc="Isaac (Perceptron): Qwen3 with its own M-RoPE, whose section layout differs between its code versions",
+    code="modeling_isaac.py (IsaacRotaryEmbedding; copies of its Qwen2.5-VL-based and Qwen3-VL-based versions)",
+    architectures=("IsaacForConditionalGeneration",),
+    unserved="its IsaacRotaryEmbedding splits each head into mrope sections [head_dim / 4, head_dim / 8, head_dim / 8] "
+             "laid out in chunks in its Qwen2.5-VL-based code and interleaved in its Qwen3-VL-based code, and a "
+             "config does not say which code its checkpoint runs",
 ))

@@ -15,9 +15,9 @@ from types import SimpleNamespace
 from ropekit import Example, ModelFamily, hookimpl
 
 __all__ = [
-    "BAGEL", "COLQWEN3", "FUNAUDIOCHAT", "INTERNS2_MOBIUS", "INTERNVL_CHAT", "INTERN_S2_PREVIEW", "KIMI_K3", "KIMI_VL",
-    "LIGHTONOCR", "LLAMA_NEMOTRON_NANO_VL", "LLAMA_NEMOTRON_VL", "MIDASHENGLM", "MIMOVL", "MOSS_AUDIO", "NVLM_D",
-    "OPENVLA", "OPS_COLQWEN3", "OVIS", "QWEN3_VL_NEMOTRON_EMBED", "STEP3_VL",
+    "BAGEL", "COLQWEN3", "DEEPSEEK_VL_V2", "FUNAUDIOCHAT", "INTERNS2_MOBIUS", "INTERNVL_CHAT", "INTERN_S2_PREVIEW",
+    "KIMI_K3", "KIMI_VL", "LIGHTONOCR", "LLAMA_NEMOTRON_NANO_VL", "LLAMA_NEMOTRON_VL", "MIDASHENGLM", "MIMOVL",
+    "MOSS_AUDIO", "NVLM_D", "OPENVLA", "OPS_COLQWEN3", "OVIS", "QWEN3_VL_NEMOTRON_EMBED", "STEP3_VL", "UNLIMITED_OCR",
 ]
 
 
@@ -35,7 +35,7 @@ def _example(model_type: str, key: str, inner: str = "qwen2") -> tuple[Example, 
     """A wrapper around a small language model of ``inner``'s code: d = 4, base 10000 -> (1, 0.01)."""
     language_model: dict[str, object] = {"model_type": inner, "hidden_size": 8, "num_attention_heads": 2, "head_dim": 4,
                                          "rope_theta": 10000.0}
-    if inner == "deepseek_v3":
+    if inner in ("deepseek_v2", "deepseek_v3"):
         language_model.update(qk_rope_head_dim=4, qk_nope_head_dim=4, v_head_dim=4, kv_lora_rank=4)
     return (Example(f"{model_type}-{inner}-d4", {"model_type": model_type, key: language_model}, (1.0, 0.01)),)
 
@@ -207,4 +207,27 @@ INTERNS2_MOBIUS = _plugin(ModelFamily(
     architectures=("InternS2MobiusForConditionalGeneration",),
     language_model="text_config",
     examples=_example("interns2_mobius", "text_config", "qwen3"),
+))
+UNLIMITED_OCR = _plugin(ModelFamily(
+    model_type="unlimited-ocr",
+    doc="Unlimited-OCR (remote code): its language model is language_config, which states no model_type and runs "
+        "Llama's attention (use_mla false)",
+    code="baidu/Unlimited-OCR modeling_deepseekv2.py:1387 (use_mla false: SlidingWindowLlamaAttention, Llama's rotary; "
+         "the window is a mask)",
+    architectures=("UnlimitedOCRForCausalLM",),
+    language_model="language_config",
+    language_model_type="unlimited_ocr_text",
+    examples=_example("unlimited-ocr", "language_config", "llama"),
+))
+DEEPSEEK_VL_V2 = _plugin(ModelFamily(
+    model_type="deepseek_vl_v2",
+    doc="DeepSeek-VL2 and DeepSeek-OCR (remote code): the language model is language_config, built as DeepseekV2 "
+        "(MLA, or Llama's attention when use_mla is false)",
+    code="deepseek-ai/DeepSeek-VL2@ef9f91e2b6426536b83294c11742c27be66361b1 deepseek_vl2/models/"
+         "modeling_deepseek_vl_v2.py:235-334 (DeepseekV2Config(**language_config)), modeling_deepseek.py:1215-1237 "
+         "(use_mla false: LlamaAttention)",
+    architectures=("DeepseekVLV2ForCausalLM", "DeepseekOCRForCausalLM", "DeepseekOCR2ForCausalLM"),
+    language_model="language_config",
+    language_model_type="deepseek_v2",
+    examples=_example("deepseek_vl_v2", "language_config", "deepseek_v2"),
 ))

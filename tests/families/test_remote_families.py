@@ -58,6 +58,10 @@ NO_PUBLISHED_CONFIG = {
     "telechat3": "no TeleChat3 config.json copy was found; only its configuration class",
     "nanbeige": "no Nanbeige config.json copy was found; only its configuration class",
     "llama_bidirec": "no llama_bidirec config.json copy was found (vLLM's registry and config class only)",
+    "iquestloopcoder": "only third-party copies of IQuest-Coder's config.json (an MLX port's and a Swift test's)",
+    "minicpmo": "no MiniCPM-o config.json copy was found; only its configuration classes",
+    "longcat_flash_ngram": "no LongCat-Flash-Lite config.json copy was found; its keys are LongcatFlashConfig's",
+    "minimax_m3_text": "a vLLM name: published MiniMax-M3 configs are minimax_m3_vl with this as text_config",
 }
 """Rotating built-in families served without a published config to check: each says what was searched."""
 
@@ -348,3 +352,25 @@ def test_a_width_key_names_the_rotated_sub_head_and_an_unread_scaling_block_is_n
     with pytest.raises(ropekit.RopeConfigError, match="positive even number of channels") as caught:
         ropekit.load({**config, "attention_qk_rope_dim": 63})
     assert caught.value.path == "attention_qk_rope_dim"
+
+
+def test_same_as_reads_a_config_as_the_class_its_code_shares_and_says_nothing_more() -> None:
+    config = {"model_type": "longcat_flash_ngram", "hidden_size": 3072, "num_attention_heads": 32,
+              "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128, "kv_lora_rank": 512, "rope_theta": 5e6}
+    ngram = ropekit.load(config).table
+    flash = ropekit.load({**config, "model_type": "longcat_flash"}).table
+    np.testing.assert_array_equal(ngram.inv_freq, flash.inv_freq)
+    assert (ngram.head_dim, ngram.layout) == (64, "gptj") == (flash.head_dim, flash.layout)
+    with pytest.raises(ropekit.DeclarationError, match=r"may not also declare \['rope_types'\]"):
+        ropekit.ModelFamily(model_type="acme", doc="d", same_as="llama", rope_types=())
+
+
+def test_use_mla_false_is_llamas_attention_over_the_whole_head() -> None:
+    published = json.loads((FAMILIES / "unlimited-ocr.json").read_text())
+    inner = published["language_config"]
+    assert (inner.get("model_type"), inner["use_mla"], inner["qk_rope_head_dim"]) == (None, False, 0)
+    table = ropekit.load(published).table  # its wrapper declares the class: transformers' unlimited_ocr_text
+    assert (table.head_dim, table.rotary_dim, table.layout) == (128, 128, "neox")
+    mla = {**inner, "model_type": "deepseek_v2", "use_mla": True}
+    with pytest.raises(ropekit.NoRopeError, match="no rope sub-head"):  # MLA with a 0-wide rope sub-head rotates nothing
+        ropekit.load(mla)
