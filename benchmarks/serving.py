@@ -3,9 +3,9 @@
     python benchmarks/serving.py [--rounds 15] [--cold-runs 15] [--quick]
 
 Each comparison is *paired*: every round times ropekit and its reference back to back (each a batch of
-calls long enough for the timer, each after a 15 ms pause: see ``SETTLE``), and the printed ratio is the
-median of the per-round ratios, so a slow moment of this noisy machine weighs on both sides of a round
-alike. Rows:
+calls long enough for the timer, each after a 15 ms pause and one untimed call: see ``SETTLE`` and
+``_batch``), and the printed ratio is the median of the per-round ratios, so a slow moment of this noisy
+machine weighs on both sides of a round alike. Rows:
 
 - cos/sin on a Llama-3.1-8B table (head_dim 128, llama3, float32, neox) against transformers' CPU
   ``LlamaRotaryEmbedding`` forward at its faster torch thread setting (1 or 2 threads, chosen per size
@@ -56,13 +56,23 @@ THREADS: dict[int, int] = {}  # the torch thread setting transformers was timed 
 
 
 def _batch(run: Callable[[], object]) -> Callable[[], float]:
-    """Seconds per call of ``run``, timed over a batch of about 2 ms."""
-    start = time.perf_counter()
+    """Seconds per call of ``run``, timed over a batch of about 2 ms, after one untimed call.
+
+    The untimed call absorbs what a pause costs the next call whatever it is: on these virtual
+    machines the first call after 15 ms of sleep (or of spinning on the clock) takes 100-220 us
+    more, numpy's smallest operations included (measured), which would otherwise be charged to
+    the first call of every batch, on both sides, and squeeze every ratio of small calls towards 1.
+    The batch size comes from the fastest of a few warm calls."""
     run()
-    once = time.perf_counter() - start
+    once = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        run()
+        once = min(once, time.perf_counter() - start)
     number = max(1, int(2e-3 / max(once, 1e-7)))
 
     def timed() -> float:
+        run()
         begin = time.perf_counter()
         for _ in range(number):
             run()
@@ -163,6 +173,8 @@ def cos_sin_rows(rounds: int, sizes: list[int]) -> None:
             "rows: int64 array": call(finished.cos_sin, where),
             "rows: int64 array, out=": call(finished.cos_sin, where, out=out)}
         error = max_error(table.cos_sin(range(start, start + count))[0], table.inv_freq, factor, where)
+        if forward is not None:  # untimed: the first rounds after torch's thread setting changes start its pool
+            paired(kinds["range"], forward, 3)
         worst, worst_rows = float("inf"), float("inf")
         for name, run in {**kinds, **rows}.items():
             if forward is None:
