@@ -23,6 +23,7 @@ import attrs
 from .config.classes import class_facts
 from .config.families import READ_KEYS, REMOTE_FAMILIES
 from .config.identify import language_model
+from .config.kinds import per_kind_config
 from .config.parse import RopeBlock, parse_config
 from .config.remote import ARCHITECTURES, internlm_rotary
 from .config.source import read_config
@@ -91,6 +92,8 @@ def load(
             model = load(inner, strict=strict, registry=registry)
         return attrs.evolve(model, source=origin)
     config = _with_width(_without_unread(config, family), family)
+    if family is not None and family.layer_pattern:
+        config = per_kind_config(config, family)
     parsed = parse_config(config, strict=strict, plugin_family=functools.partial(plugin_family, registry))
     tables = {
         block.layer_type: build_table(block, registry.loaded(block.rope_type, path=block.rope_type_path), strict=strict)

@@ -35,6 +35,12 @@ def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(value))
 
 
+def _frozen_nested(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    outer = _frozen_mapping(value)
+    return MappingProxyType({key: _frozen_mapping(inner) if isinstance(inner, Mapping) else inner
+                             for key, inner in outer.items()})
+
+
 def _names(value: Any) -> frozenset[str]:
     return frozenset(value)
 
@@ -60,6 +66,8 @@ def _iterable(value: Any, field: str) -> Any:
 
 
 _SAME_AS_FIELDS = frozenset({"model_type", "doc", "code", "architectures", "examples", "same_as"})
+
+_KIND_KEYS = frozenset({"rope_theta", "head_dim", "partial_rotary_factor"})
 
 _UNREADABLE = frozenset({"head_dim", "partial_rotary_factor", "rotary_dim", "rope_scaling"})
 
@@ -114,7 +122,13 @@ class ModelFamily:
       LongCat-Flash n-gram model reads transformers' ``LongcatFlashConfig`` and runs LongCat-Flash's
       attention): its configs are read as that class's, and no other field may say more;
     - ``language_model_type``: for a wrapper whose language model's config states no model_type, the
-      model_type its code builds it as (Unlimited-OCR's ``language_config`` runs Llama's attention).
+      model_type its code builds it as (Unlimited-OCR's ``language_config`` runs Llama's attention);
+    - ``layer_pattern``, ``layer_pattern_types`` and ``layer_keys``: layer kinds its code tells apart by
+      keys of its own: the per-layer list naming each layer's kind (MiMo-V2's ``hybrid_layer_pattern``),
+      the layer type each of its values means (``{"0": "full_attention", "1": "sliding_attention"}``), and
+      per layer type the keys its rotary reads in place of ``rope_theta``, ``head_dim`` or
+      ``partial_rotary_factor`` (``{"sliding_attention": {"rope_theta": "swa_rope_theta"}}``), each falling
+      back to the usual key when a config leaves it out.
     """
 
     model_type: str
@@ -141,6 +155,9 @@ class ModelFamily:
     width_key: str = ""
     same_as: str = ""
     language_model_type: str = ""
+    layer_pattern: str = ""
+    layer_pattern_types: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
+    layer_keys: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict, converter=_frozen_nested)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.model_type, str) or not self.model_type or not self.model_type.isprintable() \
@@ -195,13 +212,14 @@ class ModelFamily:
         if self.variants and not self.architectures:
             raise DeclarationError(f"family {name!r}: a family with variants must name its own architectures (the "
                                    "evidence that a config runs this family's code)")
-        for field in ("language_model", "layer_configs", "width_key", "same_as", "language_model_type"):
+        for field in ("language_model", "layer_configs", "width_key", "same_as", "language_model_type",
+                      "layer_pattern"):
             value = getattr(self, field)
             if not isinstance(value, str) or (value and not _is_name(value)):
                 raise DeclarationError(f"family {name!r}: {field} must be a config key, got {value!r}")
         if self.language_model and (self.rope_types is not None or self.fixed_theta is not None or self.layer_configs
                                     or self.unread_keys or self.schemes or self.partial_rotary_factor is not None
-                                    or self.width_key):
+                                    or self.width_key or self.layer_pattern):
             raise DeclarationError(f"family {name!r}: a wrapper (language_model) applies no RoPE of its own; declare "
                                    "what its language model's code does in that model's family instead")
         if self.language_model_type and not self.language_model:
@@ -214,6 +232,7 @@ class ModelFamily:
             if said or self.same_as == name:
                 raise DeclarationError(f"family {name!r}: same_as reads its configs as {self.same_as!r}'s class, so "
                                        f"it may not also declare {said or 'itself'}")
+        self._check_layer_kinds()
         unknown_unread = sorted(self.unread_keys - _UNREADABLE)
         if unknown_unread:
             raise DeclarationError(f"family {name!r}: unread_keys may name {sorted(_UNREADABLE)}, got {unknown_unread}")
@@ -225,6 +244,24 @@ class ModelFamily:
                     or not _is_json(value):
                 raise DeclarationError(f"family {name!r}: no_rope_if[{path!r}] must map a dotted key path to a "
                                        f"JSON value, got {value!r}")
+
+
+    def _check_layer_kinds(self) -> None:
+        name = self.model_type
+        if bool(self.layer_pattern) != bool(self.layer_pattern_types):
+            raise DeclarationError(f"family {name!r}: layer_pattern and layer_pattern_types go together (the per-layer "
+                                   "list, and the layer type each of its values means)")
+        kinds = set(self.layer_pattern_types.values())
+        for value, kind in self.layer_pattern_types.items():
+            if not isinstance(value, str) or not _is_name(kind):
+                raise DeclarationError(f"family {name!r}: layer_pattern_types must map values (as strings) to layer "
+                                       f"types, got {value!r}: {kind!r}")
+        for kind, keys in self.layer_keys.items():
+            if kind not in kinds or not isinstance(keys, Mapping) or not keys \
+                    or not all(read in _KIND_KEYS and _is_name(own) for read, own in keys.items()):
+                raise DeclarationError(f"family {name!r}: layer_keys must map a layer type of layer_pattern_types to "
+                                       f"{{read key: its own key}} for read keys among {sorted(_KIND_KEYS)}, got "
+                                       f"{kind!r}: {keys!r}")
 
 
 def _is_json(value: Any) -> bool:

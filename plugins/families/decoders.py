@@ -13,9 +13,11 @@ from types import SimpleNamespace
 
 from ropekit import Example, ModelFamily, hookimpl
 
-__all__ = ["DOTS_OCR", "IQUESTLOOPCODER", "ISAAC", "LLAMA_BIDIREC", "LONGCAT_FLASH_NGRAM", "MINICPMO",
-           "MINIMAX_M3_TEXT", "MOLMO", "MOONDREAM3", "NANBEIGE", "NEMOTRON_H_PUZZLE", "PHI4MM", "STEP1", "STEP3_TEXT",
-           "TELECHAT3"]
+__all__ = [
+    "DOTS_OCR", "IQUESTLOOPCODER", "ISAAC", "LLAMA_BIDIREC", "LONGCAT_FLASH_NGRAM", "MIMO_V2", "MINICPMO",
+    "MINIMAX_M3_TEXT", "MOLMO", "MOONDREAM3", "NANBEIGE", "NEMOTRON_H_PUZZLE", "PHI4MM", "STEP1", "STEP3_TEXT",
+    "TELECHAT3",
+]
 
 
 def _plugin(family: ModelFamily) -> SimpleNamespace:
@@ -183,4 +185,29 @@ ISAAC = _plugin(ModelFamily(
     unserved="its IsaacRotaryEmbedding splits each head into mrope sections [head_dim / 4, head_dim / 8, head_dim / 8] "
              "laid out in chunks in its Qwen2.5-VL-based code and interleaved in its Qwen3-VL-based code, and a "
              "config does not say which code its checkpoint runs",
+))
+MIMO_V2 = _plugin(ModelFamily(
+    model_type="mimo_v2",
+    doc="MiMo-V2.5/V2.6 remote code: full layers at rope_theta over int(head_dim * partial_rotary_factor) channels, "
+        "sliding-window layers (hybrid_layer_pattern 1) at swa_rope_theta over int(swa_head_dim * "
+        "partial_rotary_factor); rotate-half; the scaling block on both",
+    code="modeling_mimo_v2.py (MiMoV2RotaryEmbedding(config, is_swa): swa_rope_theta, swa_head_dim; XiaomiMiMo/"
+         "MiMo-V2.6-Flash-RL@3b38d063 as quoted by a test fixture); configuration_mimo_v2.py; "
+         "vllm/model_executor/models/mimo_v2.py:282-290, 371-416",
+    architectures=("MiMoV2ForCausalLM",),
+    layer_pattern="hybrid_layer_pattern",
+    layer_pattern_types={"0": "full_attention", "1": "sliding_attention"},
+    layer_keys={"sliding_attention": {"rope_theta": "swa_rope_theta", "head_dim": "swa_head_dim"}},
+    defaults={"rope_theta": 10000.0, "max_position_embeddings": 32768},
+    examples=(
+        # full layers d = 4 at 10000; the sliding layer's head is 8 wide at half rotated: d = 4 at 100
+        Example("mimo-v2-full-d4", {"model_type": "mimo_v2", "hidden_size": 8, "num_attention_heads": 2,
+                                    "head_dim": 8, "swa_head_dim": 8, "partial_rotary_factor": 0.5,
+                                    "num_hidden_layers": 2, "hybrid_layer_pattern": [0, 1], "rope_theta": 10000.0,
+                                    "swa_rope_theta": 100.0}, (1.0, 0.01)),
+        Example("mimo-v2-swa-d4", {"model_type": "mimo_v2", "hidden_size": 8, "num_attention_heads": 2,
+                                   "head_dim": 8, "swa_head_dim": 8, "partial_rotary_factor": 0.5,
+                                   "num_hidden_layers": 2, "hybrid_layer_pattern": [0, 1], "rope_theta": 10000.0,
+                                   "swa_rope_theta": 100.0}, (1.0, 0.1), layer_type="sliding_attention"),
+    ),
 ))

@@ -62,6 +62,7 @@ NO_PUBLISHED_CONFIG = {
     "minicpmo": "no MiniCPM-o config.json copy was found; only its configuration classes",
     "longcat_flash_ngram": "no LongCat-Flash-Lite config.json copy was found; its keys are LongcatFlashConfig's",
     "minimax_m3_text": "a vLLM name: published MiniMax-M3 configs are minimax_m3_vl with this as text_config",
+    "mimo_v2": "no verbatim MiMo-V2.5/V2.6 config.json; its keys from test fixtures quoting it (GPTQModel, a C++ port)",
 }
 """Rotating built-in families served without a published config to check: each says what was searched."""
 
@@ -374,3 +375,26 @@ def test_use_mla_false_is_llamas_attention_over_the_whole_head() -> None:
     mla = {**inner, "model_type": "deepseek_v2", "use_mla": True}
     with pytest.raises(ropekit.NoRopeError, match="no rope sub-head"):  # MLA with a 0-wide rope sub-head rotates nothing
         ropekit.load(mla)
+
+
+def test_mimo_v2s_layer_kinds_rotate_at_their_own_base_and_width() -> None:
+    """modeling_mimo_v2.py: ``MiMoV2RotaryEmbedding(config, is_swa=True)`` takes ``swa_rope_theta`` and
+    ``swa_head_dim`` (each falling back to the usual key), ``dim = int(head_dim * partial_rotary_factor)``,
+    ``inv_freq = 1 / base ** (arange(0, dim, 2) / dim)``; ``hybrid_layer_pattern[i] == 1`` layers use it."""
+    config = {"model_type": "mimo_v2", "architectures": ["MiMoV2ForCausalLM"], "hidden_size": 4096,
+              "num_attention_heads": 64, "head_dim": 192, "swa_head_dim": 128, "partial_rotary_factor": 0.334,
+              "rope_theta": 1e7, "swa_rope_theta": 1e4, "num_hidden_layers": 4, "hybrid_layer_pattern": [0, 1, 1, 0]}
+    model = ropekit.load(config)
+    assert model.layer_types == ("full_attention", "sliding_attention", "sliding_attention", "full_attention")
+    for kind, base, width in (("full_attention", 1e7, 192), ("sliding_attention", 1e4, 128)):
+        dim = int(width * 0.334)
+        np.testing.assert_allclose(model[kind].inv_freq, 1 / base ** (np.arange(0, dim, 2) / dim), rtol=1e-15)
+        assert (model[kind].head_dim, model[kind].rotary_dim, model[kind].layout) == (width, dim, "neox")
+    same = ropekit.load({key: value for key, value in config.items() if key not in ("swa_rope_theta", "swa_head_dim")})
+    np.testing.assert_array_equal(same["sliding_attention"].inv_freq, same["full_attention"].inv_freq)  # fallbacks
+    with pytest.raises(ropekit.RopeConfigError, match="2 is not a layer kind mimo_v2's code knows") as caught:
+        ropekit.load({**config, "hybrid_layer_pattern": [0, 2, 1, 0]})
+    assert caught.value.path == "hybrid_layer_pattern[1]"
+    with pytest.raises(ropekit.RopeConfigError) as theta:
+        ropekit.load({**config, "swa_rope_theta": -1})
+    assert theta.value.path == "swa_rope_theta"
