@@ -91,7 +91,7 @@ def load(
         with _under(prefix):
             model = load(inner, strict=strict, registry=registry)
         return attrs.evolve(model, source=origin)
-    config = _with_width(_without_unread(config, family), family)
+    config = _with_width(_without_equal(_without_unread(config, family), family), family)
     if family is not None and family.layer_pattern:
         config = per_kind_config(config, family)
     parsed = parse_config(config, strict=strict, plugin_family=functools.partial(plugin_family, registry))
@@ -183,6 +183,21 @@ def _variant(
     raise RopeConfigError("architectures", f"{names or 'missing'}: model_type {family.model_type!r} names more than "
                           f"one code, told apart by the class a config's architectures name: {codes}; state the "
                           "checkpoint's architectures")
+
+
+def _without_equal(config: Mapping[str, Any], family: ModelFamily | None) -> Mapping[str, Any]:
+    """``config`` without its family's ``equal_keys`` once each equals the key it must (else refused naming it)."""
+    if family is None or not family.equal_keys:
+        return config
+    stated = [key for key in family.equal_keys if config.get(key) is not None]
+    for key in stated:
+        other = family.equal_keys[key]
+        expected = config.get(other, family.defaults.get(other))
+        if config[key] != expected:
+            raise RopeConfigError(key, f"{config[key]!r}: {family.model_type}'s code ({family.code or family.doc}) "
+                                  f"computes a table ropekit serves only when it equals {other} ({expected!r}): "
+                                  "another value rotates channels that no table's layout places")
+    return MappingProxyType({key: value for key, value in config.items() if key not in stated}) if stated else config
 
 
 def _with_width(config: Mapping[str, Any], family: ModelFamily | None) -> Mapping[str, Any]:

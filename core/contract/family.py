@@ -128,7 +128,11 @@ class ModelFamily:
       the layer type each of its values means (``{"0": "full_attention", "1": "sliding_attention"}``), and
       per layer type the keys its rotary reads in place of ``rope_theta``, ``head_dim`` or
       ``partial_rotary_factor`` (``{"sliding_attention": {"rope_theta": "swa_rope_theta"}}``), each falling
-      back to the usual key when a config leaves it out.
+      back to the usual key when a config leaves it out;
+    - ``equal_keys``: keys its code reads that ropekit serves only when they equal another key's value
+      (K2-Horizon's ``rope_head_dim`` must equal ``head_dim``: a narrower rope head rotates channel pairs
+      ``(i, head_dim / 2 + i)``, which no table's layout expresses); a config stating another value is
+      refused naming the key, one stating the same is served.
     """
 
     model_type: str
@@ -158,6 +162,7 @@ class ModelFamily:
     layer_pattern: str = ""
     layer_pattern_types: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
     layer_keys: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict, converter=_frozen_nested)
+    equal_keys: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.model_type, str) or not self.model_type or not self.model_type.isprintable() \
@@ -233,6 +238,10 @@ class ModelFamily:
                 raise DeclarationError(f"family {name!r}: same_as reads its configs as {self.same_as!r}'s class, so "
                                        f"it may not also declare {said or 'itself'}")
         self._check_layer_kinds()
+        for key, other in self.equal_keys.items():
+            if not _is_name(key) or not isinstance(other, str) or not _is_name(other) or key == other:
+                raise DeclarationError(f"family {name!r}: equal_keys must map a config key to another config key, got "
+                                       f"{key!r}: {other!r}")
         unknown_unread = sorted(self.unread_keys - _UNREADABLE)
         if unknown_unread:
             raise DeclarationError(f"family {name!r}: unread_keys may name {sorted(_UNREADABLE)}, got {unknown_unread}")

@@ -14,9 +14,9 @@ from types import SimpleNamespace
 from ropekit import Example, ModelFamily, hookimpl
 
 __all__ = [
-    "DOTS_OCR", "IQUESTLOOPCODER", "ISAAC", "LLAMA_BIDIREC", "LONGCAT_FLASH_NGRAM", "MIMO_V2", "MINICPMO",
-    "MINIMAX_M3_TEXT", "MOLMO", "MOONDREAM3", "NANBEIGE", "NEMOTRON_H_PUZZLE", "PHI4MM", "STEP1", "STEP3_TEXT",
-    "TELECHAT3",
+    "DOTS_OCR", "IQUESTLOOPCODER", "ISAAC", "K2_HORIZON", "LLAMA_BIDIREC", "LONGCAT_FLASH_NGRAM", "MIMO_V2",
+    "MINICPMO", "MINIMAX_M3_TEXT", "MOLMO", "MOONDREAM3", "NANBEIGE", "NEMOTRON_H_PUZZLE", "PHI4MM", "PLAMO3", "STEP1",
+    "STEP3_TEXT", "TELECHAT3",
 ]
 
 
@@ -210,4 +210,33 @@ MIMO_V2 = _plugin(ModelFamily(
                                    "num_hidden_layers": 2, "hybrid_layer_pattern": [0, 1], "rope_theta": 10000.0,
                                    "swa_rope_theta": 100.0}, (1.0, 0.1), layer_type="sliding_attention"),
     ),
+))
+K2_HORIZON = _plugin(ModelFamily(
+    model_type="k2_horizon",
+    doc="K2-Horizon: rotate-half over rope_head_dim (default head_dim) at rope_theta (class default 1e6); YaRN "
+        "factor 16 by its config class's default when a config states no rope block",
+    code="huggingface/transformers@cde3b202f1ebfbcf7c1e2f6895e00aab92057563 src/transformers/models/k2_horizon/"
+         "modeling_k2_horizon.py (compute_default_rope_parameters: dim = config.rope_head_dim); "
+         "configuration_k2_horizon.py@ba158bf4 (the YaRN default); vllm/model_executor/models/k2_horizon.py:631-647",
+    architectures=("K2HorizonForCausalLM",),
+    # a narrower rope head rotates pairs (i, head_dim / 2 + i) for i < rope_head_dim / 2 at base ** (-2i /
+    # rope_head_dim) (split_to_interleaved), and transformers' scaled types size their table to head_dim instead
+    equal_keys={"rope_head_dim": "head_dim"},
+    defaults={"rope_theta": 1000000.0, "head_dim": 64, "max_position_embeddings": 131072,
+              "rope_parameters": {"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 8192,
+                                  "attention_factor": 1.2772588722239782, "beta_fast": 128.0, "beta_slow": 4.0,
+                                  "truncate": True}},
+    examples=_d4("k2_horizon", head_dim=4, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+))
+PLAMO3 = _plugin(ModelFamily(
+    model_type="plamo3",
+    doc="PLaMo 3: its configuration class builds each layer's rope itself",
+    code="configuration_plamo3.py (Plamo3Config.rope_parameters, a property; is_full_attn); vllm/model_executor/"
+         "models/plamo3.py:166-189; modeling_plamo3.py was not found",
+    architectures=("Plamo3ForCausalLM",),
+    unserved="its configuration class ignores the config's rope_scaling and builds each layer's rope from keys of its "
+             "own: every sliding_window_pattern-th layer at rope_theta, YaRN from rope_scaling_factor and "
+             "initial_context_length (beta 32 / 1, truncate false) when that factor is not 1; the others plain at "
+             "rope_local_theta; no declaration expresses a block a configuration class synthesises, and its "
+             "modeling code, which would confirm the layers, was not found",
 ))

@@ -63,6 +63,7 @@ NO_PUBLISHED_CONFIG = {
     "longcat_flash_ngram": "no LongCat-Flash-Lite config.json copy was found; its keys are LongcatFlashConfig's",
     "minimax_m3_text": "a vLLM name: published MiniMax-M3 configs are minimax_m3_vl with this as text_config",
     "mimo_v2": "no verbatim MiMo-V2.5/V2.6 config.json; its keys from test fixtures quoting it (GPTQModel, a C++ port)",
+    "k2_horizon": "no verbatim K2-Horizon config.json; an MLX adapter's 'released config contract' and test fixtures",
 }
 """Rotating built-in families served without a published config to check: each says what was searched."""
 
@@ -398,3 +399,19 @@ def test_mimo_v2s_layer_kinds_rotate_at_their_own_base_and_width() -> None:
     with pytest.raises(ropekit.RopeConfigError) as theta:
         ropekit.load({**config, "swa_rope_theta": -1})
     assert theta.value.path == "swa_rope_theta"
+
+
+def test_k2_horizon_serves_its_rope_head_when_it_is_the_whole_head_and_its_yarn_default() -> None:
+    """configuration_k2_horizon.py: ``rope_head_dim`` defaults to ``head_dim``; with neither ``rope_parameters``
+    nor ``rope_scaling`` the class sets YaRN (factor 16, original 8192, attention_factor 1.2772588722239782,
+    beta_fast 128, beta_slow 4, truncate); modeling: ``dim = config.rope_head_dim`` at ``rope_theta``."""
+    config = {"model_type": "k2_horizon", "hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128,
+              "max_position_embeddings": 524288, "rope_parameters": {"rope_type": "default", "rope_theta": 1e7}}
+    table = ropekit.load({**config, "rope_head_dim": 128}).table
+    np.testing.assert_allclose(table.inv_freq, 1e7 ** -(np.arange(0, 128, 2) / 128), rtol=1e-15)
+    with pytest.raises(ropekit.RopeConfigError, match="only when it equals head_dim") as caught:
+        ropekit.load({**config, "rope_head_dim": 64})
+    assert caught.value.path == "rope_head_dim"
+    bare = ropekit.load({key: value for key, value in config.items() if key != "rope_parameters"}).table
+    assert (bare.rope_type, bare.params["factor"], bare.params["beta_fast"]) == ("yarn", 16.0, 128.0)
+    assert bare.attention_factor == pytest.approx(1 + 0.1 * np.log(16), rel=1e-12)
