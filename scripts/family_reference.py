@@ -126,14 +126,7 @@ def phi4mm(config: Mapping[str, Any], seq_len: int | None = None) -> FamilyTable
     base ** (arange(0, dim, 2) / dim))``; cos/sin x ``sqrt(1 + log(max / original) / log(original))``; the
     first ``rotary_ndims`` channels, rotate-half."""
     head = int(config["hidden_size"]) // int(config["num_attention_heads"])
-    dim = int(head * float(config["partial_rotary_factor"]))
-    scaling, original = config["rope_scaling"], int(config["original_max_position_embeddings"])
-    long = seq_len is not None and seq_len > original
-    ext = np.asarray(scaling["long_factor" if long else "short_factor"], dtype=np.float64)
-    scale = float(config["max_position_embeddings"]) / original
-    factor = 1.0 if scale <= 1.0 else math.sqrt(1 + math.log(scale) / math.log(original))
-    notes = f"Phi-4-mm longrope over {dim} of {head}: {'long' if long else 'short'} factors at seq_len {seq_len}"
-    return FamilyTable(_plain(float(config["rope_theta"]), dim) / ext, dim, "neox", factor, notes)
+    return _phi3_longrope(config, seq_len, int(head * float(config["partial_rotary_factor"])), "Phi-4-mm longrope")
 
 
 def qwen2_flat(config: Mapping[str, Any], family: str) -> FamilyTable:
@@ -469,12 +462,18 @@ def phi3_v(config: Mapping[str, Any], seq_len: int | None = None) -> FamilyTable
     hidden_size // num_attention_heads``, rotate-half.
     """
     dim = int(config["hidden_size"]) // int(config["num_attention_heads"])
+    return _phi3_longrope(config, seq_len, dim, "Phi-3-vision su")
+
+
+def _phi3_longrope(config: Mapping[str, Any], seq_len: int | None, dim: int, label: str) -> FamilyTable:
+    """Phi-3's su/longrope rotary over ``dim`` channels, as its remote-code copies compute it (see ``phi3_v``)."""
     scaling, original = config["rope_scaling"], int(config["original_max_position_embeddings"])
     long = seq_len is not None and seq_len > original
     ext = np.asarray(scaling["long_factor" if long else "short_factor"], dtype=np.float64)
     scale = float(config["max_position_embeddings"]) / original
     factor = 1.0 if scale <= 1.0 else math.sqrt(1 + math.log(scale) / math.log(original))
-    notes = f"Phi-3-vision su: {'long' if long else 'short'} factors at seq_len {seq_len}, cos/sin x {factor:.6g}"
+    chosen = "long" if long else "short"
+    notes = f"{label} over {dim} dims: {chosen} factors at seq_len {seq_len}, cos/sin x {factor:.6g}"
     return FamilyTable(_plain(float(config["rope_theta"]), dim) / ext, dim, "neox", factor, notes)
 
 

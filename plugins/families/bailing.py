@@ -14,27 +14,18 @@ language model, another code, so it is not claimed here). Each entry point of th
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from ropekit import Example, ModelFamily
 
-from ropekit import Example, ModelFamily, hookimpl
+from .objects import family_plugin
 
 __all__ = ["BAILING_MOE", "BAILING_MOE_V3_VL", "LING_V2", "PARAM2MOE"]
 
-
-def _plugin(family: ModelFamily) -> SimpleNamespace:
-    """A plugin object whose ``ropekit_family`` hook returns ``family``."""
-
-    @hookimpl
-    def ropekit_family() -> ModelFamily:
-        return family
-
-    return SimpleNamespace(ropekit_family=ropekit_family, FAMILY=family)
 
 
 _V1 = "inclusionAI/Ling@5ccaeae073d6d3a042f9b784802cefdd0abc819f models/modeling_bailing_moe.py"
 _V2 = "inclusionAI/Ling-V2@af8837e677a1aa36895845da084f9c91acf4fed2 models/modeling_bailing_moe_v2.py"
 
-BAILING_MOE = _plugin(ModelFamily(
+BAILING_MOE = family_plugin(ModelFamily(
     model_type="bailing_moe",
     doc="Ling v1 remote code: rotate-half over the whole head; linear, dynamic, or DeepSeek-V2's YaRN",
     code=_V1,
@@ -49,7 +40,7 @@ BAILING_MOE = _plugin(ModelFamily(
                                   "hidden_size": 8, "num_attention_heads": 2, "rope_theta": 10000.0}, (1.0, 0.01)),
     ),
 ))
-LING_V2 = _plugin(ModelFamily(
+LING_V2 = family_plugin(ModelFamily(
     model_type="ling-v2",
     doc="Ling 2.0 / Ring 2.0 remote code (configs state model_type bailing_moe): the first "
         "int(head_dim * partial_rotary_factor) channels, rotate-half; transformers' rope_types",
@@ -63,7 +54,7 @@ LING_V2 = _plugin(ModelFamily(
                              "partial_rotary_factor": 0.5, "rope_theta": 10000.0}, (1.0, 0.01)),
     ),
 ))
-PARAM2MOE = _plugin(ModelFamily(
+PARAM2MOE = family_plugin(ModelFamily(
     model_type="param2moe",
     doc="Param-2 MoE remote code: a copy of Ling 2.0's configuration; its modeling code was not read",
     code="configuration_param2moe.py (BailingMoeV2Config's copy); vllm/model_executor/models/param2moe.py:156-175",
@@ -72,7 +63,7 @@ PARAM2MOE = _plugin(ModelFamily(
              "vLLM 0.32 passes rope_theta under the key 'base', which its get_rope ignores, so vLLM serves base "
              "10000 whatever rope_theta says; ropekit will not choose between them unchecked",
 ))
-BAILING_MOE_V3_VL = _plugin(ModelFamily(
+BAILING_MOE_V3_VL = family_plugin(ModelFamily(
     model_type="bailing_moe_v3_vl",
     doc="Ling 3.0 VL: 3-axis interleaved M-RoPE of its own (bailing_mrope)",
     code="inclusionAI/vllm-ling-v3@7a355d72 vllm/model_executor/layers/rotary_embedding/bailing_mrope.py",

@@ -9,9 +9,9 @@ what they disagree on.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from ropekit import Example, ModelFamily
 
-from ropekit import Example, ModelFamily, hookimpl
+from .objects import family_plugin
 
 __all__ = [
     "DOTS_OCR", "IQUESTLOOPCODER", "ISAAC", "K2_HORIZON", "LLAMA_BIDIREC", "LONGCAT_FLASH_NGRAM", "MIMO_V2",
@@ -19,15 +19,6 @@ __all__ = [
     "STEP3_TEXT", "TELECHAT3",
 ]
 
-
-def _plugin(family: ModelFamily) -> SimpleNamespace:
-    """A plugin object whose ``ropekit_family`` hook returns ``family``."""
-
-    @hookimpl
-    def ropekit_family() -> ModelFamily:
-        return family
-
-    return SimpleNamespace(ropekit_family=ropekit_family, FAMILY=family)
 
 
 def _d4(model_type: str, **extra: object) -> tuple[Example, ...]:
@@ -38,7 +29,7 @@ def _d4(model_type: str, **extra: object) -> tuple[Example, ...]:
 
 _WHOLE_HEAD = ("head_dim", "partial_rotary_factor", "rotary_dim")
 
-STEP3_TEXT = _plugin(ModelFamily(
+STEP3_TEXT = family_plugin(ModelFamily(
     model_type="step3_text",
     doc="Step-3 text model remote code: rotate-half over head_dim (class default 256), base rope_theta "
         "(class default 500000)",
@@ -51,7 +42,7 @@ STEP3_TEXT = _plugin(ModelFamily(
     defaults={"rope_theta": 500000.0, "head_dim": 256},
     examples=_d4("step3_text", head_dim=4),
 ))
-TELECHAT3 = _plugin(ModelFamily(
+TELECHAT3 = family_plugin(ModelFamily(
     model_type="telechat3",
     doc="TeleChat3 remote code: Llama's RoPE over the whole head, base rope_theta (class default 1e6)",
     code="configuration_telechat3.py (head_dim must equal hidden_size // num_attention_heads); vLLM 0.32 "
@@ -65,7 +56,7 @@ TELECHAT3 = _plugin(ModelFamily(
     defaults={"rope_theta": 1000000.0},
     examples=_d4("telechat3"),
 ))
-NANBEIGE = _plugin(ModelFamily(
+NANBEIGE = family_plugin(ModelFamily(
     model_type="nanbeige",
     doc="Nanbeige remote code: Llama's RoPE; rope_scaling of type linear or dynamic only",
     code="configuration_nanbeige.py (_rope_scaling_validation: exactly {type: linear|dynamic, factor > 1}); "
@@ -74,7 +65,7 @@ NANBEIGE = _plugin(ModelFamily(
     rope_types=("linear", "dynamic"),
     examples=_d4("nanbeige"),
 ))
-MOLMO = _plugin(ModelFamily(
+MOLMO = family_plugin(ModelFamily(
     model_type="molmo",
     doc="Molmo remote code: rotate-half over hidden_size // num_attention_heads, base rope_theta, no scaling",
     code="modeling_molmo.py (MolmoForCausalLM passes rope_impl='llama': rotate-half; RotaryEmbedding over "
@@ -84,7 +75,7 @@ MOLMO = _plugin(ModelFamily(
     rope_types=(),
     examples=_d4("molmo"),
 ))
-PHI4MM = _plugin(ModelFamily(
+PHI4MM = family_plugin(ModelFamily(
     model_type="phi4mm",
     doc="Phi-4-multimodal remote code: Phi-3's rotary over int(head_dim * partial_rotary_factor) leading channels; "
         "longrope (su and yarn configs are rewritten to it)",
@@ -95,7 +86,7 @@ PHI4MM = _plugin(ModelFamily(
     schemes={"su": "longrope", "yarn": "longrope"},
     examples=_d4("phi4mm"),
 ))
-DOTS_OCR = _plugin(ModelFamily(
+DOTS_OCR = family_plugin(ModelFamily(
     model_type="dots_ocr",
     doc="dots.ocr remote code: its language model is the config itself, a Qwen2Config (Qwen2's RoPE)",
     code="configuration_dots.py (DotsOCRConfig(Qwen2Config)); vllm/model_executor/models/dots_ocr.py",
@@ -103,7 +94,7 @@ DOTS_OCR = _plugin(ModelFamily(
     defaults={"rope_theta": 10000.0},
     examples=_d4("dots_ocr"),
 ))
-LLAMA_BIDIREC = _plugin(ModelFamily(
+LLAMA_BIDIREC = family_plugin(ModelFamily(
     model_type="llama_bidirec",
     doc="Llama with bidirectional attention (NVIDIA embedding models): Llama's RoPE",
     code="LlamaBidirectionalConfig(LlamaConfig); vllm/model_executor/models/llama.py:243",
@@ -111,21 +102,21 @@ LLAMA_BIDIREC = _plugin(ModelFamily(
     defaults={"rope_theta": 10000.0},
     examples=_d4("llama_bidirec"),
 ))
-STEP1 = _plugin(ModelFamily(
+STEP1 = family_plugin(ModelFamily(
     model_type="step1",
     doc="Step-1: ALiBi, no RoPE",
     code="vllm/model_executor/models/step1.py:51-75 (_get_step_alibi_slopes; no get_rope)",
     architectures=("Step1ForCausalLM",),
     no_rope="Step-1's attention adds ALiBi biases (Step's own slopes) and rotates nothing",
 ))
-NEMOTRON_H_PUZZLE = _plugin(ModelFamily(
+NEMOTRON_H_PUZZLE = family_plugin(ModelFamily(
     model_type="nemotron_h_puzzle",
     doc="Nemotron-H Puzzle (NAS-pruned Nemotron-H): Mamba-2 hybrid, attention without RoPE",
     code="vllm/model_executor/models/nemotron_h.py (NemotronHPuzzleForCausalLM: no rotary in any layer)",
     architectures=("NemotronHPuzzleForCausalLM",),
     no_rope="Nemotron-H's Mamba-2 layers carry position; its attention layers apply no rotary embedding",
 ))
-IQUESTLOOPCODER = _plugin(ModelFamily(
+IQUESTLOOPCODER = family_plugin(ModelFamily(
     model_type="iquestloopcoder",
     doc="IQuest LoopCoder remote code: rotate-half over head_dim (class default 128), base rope_theta (class "
         "default 500000); every layer re-run loop_num times with the same table; rope_scaling never read",
@@ -137,7 +128,7 @@ IQUESTLOOPCODER = _plugin(ModelFamily(
     defaults={"rope_theta": 500000.0, "head_dim": 128, "max_position_embeddings": 8192},
     examples=_d4("iquestloopcoder", head_dim=4),
 ))
-MINICPMO = _plugin(ModelFamily(
+MINICPMO = family_plugin(ModelFamily(
     model_type="minicpmo",
     doc="MiniCPM-o remote code: its language model is the config itself (Qwen2Config in 2.6, Qwen3Config in 4.5): "
         "rotate-half over head_dim, base rope_theta",
@@ -146,7 +137,7 @@ MINICPMO = _plugin(ModelFamily(
     architectures=("MiniCPMO",),
     examples=_d4("minicpmo"),
 ))
-LONGCAT_FLASH_NGRAM = _plugin(ModelFamily(
+LONGCAT_FLASH_NGRAM = family_plugin(ModelFamily(
     model_type="longcat_flash_ngram",
     doc="LongCat-Flash n-gram (LongCat-Flash-Lite): LongCat-Flash's config and attention, read as transformers' "
         "longcat_flash",
@@ -159,7 +150,7 @@ LONGCAT_FLASH_NGRAM = _plugin(ModelFamily(
                                            "v_head_dim": 4, "kv_lora_rank": 4, "rope_theta": 10000.0},
                       (1.0, 0.01)),),
 ))
-MINIMAX_M3_TEXT = _plugin(ModelFamily(
+MINIMAX_M3_TEXT = family_plugin(ModelFamily(
     model_type="minimax_m3_text",
     doc="MiniMax-M3's text model as vLLM names it: transformers' minimax_m3_vl_text",
     code="vllm/transformers_utils/configs/minimax_m3.py (model_type minimax_m3_text for MiniMax-M3-VL's text_config; "
@@ -168,7 +159,7 @@ MINIMAX_M3_TEXT = _plugin(ModelFamily(
     same_as="minimax_m3_vl_text",
     examples=_d4("minimax_m3_text", hidden_size=16, head_dim=8, partial_rotary_factor=0.5),  # half of 8 rotates
 ))
-MOONDREAM3 = _plugin(ModelFamily(
+MOONDREAM3 = family_plugin(ModelFamily(
     model_type="moondream3",
     doc="Moondream 3: its text model's rotary is configured under its own text object",
     code="vikhyat/moondream@0f78e355 moondream/torch/rope.py (precompute_freqs_cis), text.py, hf_moondream.py",
@@ -177,7 +168,7 @@ MOONDREAM3 = _plugin(ModelFamily(
              "a base of 1.5e6 by default, configured by keys of its own nested under 'text' (usually left out); "
              "ropekit reads no such object, so it will not guess those defaults",
 ))
-ISAAC = _plugin(ModelFamily(
+ISAAC = family_plugin(ModelFamily(
     model_type="isaac",
     doc="Isaac (Perceptron): Qwen3 with its own M-RoPE, whose section layout differs between its code versions",
     code="modeling_isaac.py (IsaacRotaryEmbedding; copies of its Qwen2.5-VL-based and Qwen3-VL-based versions)",
@@ -186,7 +177,7 @@ ISAAC = _plugin(ModelFamily(
              "laid out in chunks in its Qwen2.5-VL-based code and interleaved in its Qwen3-VL-based code, and a "
              "config does not say which code its checkpoint runs",
 ))
-MIMO_V2 = _plugin(ModelFamily(
+MIMO_V2 = family_plugin(ModelFamily(
     model_type="mimo_v2",
     doc="MiMo-V2.5/V2.6 remote code: full layers at rope_theta over int(head_dim * partial_rotary_factor) channels, "
         "sliding-window layers (hybrid_layer_pattern 1) at swa_rope_theta over int(swa_head_dim * "
@@ -211,7 +202,7 @@ MIMO_V2 = _plugin(ModelFamily(
                                    "swa_rope_theta": 100.0}, (1.0, 0.1), layer_type="sliding_attention"),
     ),
 ))
-K2_HORIZON = _plugin(ModelFamily(
+K2_HORIZON = family_plugin(ModelFamily(
     model_type="k2_horizon",
     doc="K2-Horizon: rotate-half over rope_head_dim (default head_dim) at rope_theta (class default 1e6); YaRN "
         "factor 16 by its config class's default when a config states no rope block",
@@ -228,7 +219,7 @@ K2_HORIZON = _plugin(ModelFamily(
                                   "truncate": True}},
     examples=_d4("k2_horizon", head_dim=4, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
 ))
-PLAMO3 = _plugin(ModelFamily(
+PLAMO3 = family_plugin(ModelFamily(
     model_type="plamo3",
     doc="PLaMo 3: its configuration class builds each layer's rope itself",
     code="configuration_plamo3.py (Plamo3Config.rope_parameters, a property; is_full_attn); vllm/model_executor/"

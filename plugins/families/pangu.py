@@ -10,24 +10,15 @@ functions, rotate-half over ``head_dim``, base ``rope_theta`` (class default 1.6
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from ropekit import Example, ModelFamily
 
-from ropekit import Example, ModelFamily, hookimpl
+from .objects import family_plugin
 
 __all__ = ["PANGU_EMBEDDED", "PANGU_ULTRA_MOE"]
 
 
-def _plugin(family: ModelFamily) -> SimpleNamespace:
-    """A plugin object whose ``ropekit_family`` hook returns ``family``."""
 
-    @hookimpl
-    def ropekit_family() -> ModelFamily:
-        return family
-
-    return SimpleNamespace(ropekit_family=ropekit_family, FAMILY=family)
-
-
-PANGU_EMBEDDED = _plugin(ModelFamily(
+PANGU_EMBEDDED = family_plugin(ModelFamily(
     model_type="PanguEmbedded",
     doc="openPangu-Embedded remote code: rotate-half over head_dim, base rope_theta (class default 1.6e7)",
     code="IDLEOAK/openpangu-lightweight-methods@26a4a87d1049c8457f9f77a2068a26e2c41b3b0e "
@@ -39,7 +30,7 @@ PANGU_EMBEDDED = _plugin(ModelFamily(
                                       "rope_theta": 10000.0}, (1.0, 0.01)),
     ),
 ))
-PANGU_ULTRA_MOE = _plugin(ModelFamily(
+PANGU_ULTRA_MOE = family_plugin(ModelFamily(
     model_type="pangu_ultra_moe",
     doc="openPangu-Ultra-MoE remote code: the MLA rope sub-head (attention_qk_rope_dim), interleaved pairs, "
         "base rope_theta; rope_scaling never read",

@@ -10,9 +10,9 @@ of the ``ropekit.families`` group names one of the plugin objects below (``modul
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from ropekit import Example, ModelFamily
 
-from ropekit import Example, ModelFamily, hookimpl
+from .objects import family_plugin
 
 __all__ = [
     "BAGEL", "COLQWEN3", "DEEPSEEK_VL_V2", "FUNAUDIOCHAT", "INTERNS2_MOBIUS", "INTERNVL_CHAT", "INTERN_S2_PREVIEW",
@@ -20,15 +20,6 @@ __all__ = [
     "MOSS_AUDIO", "NVLM_D", "OPENVLA", "OPS_COLQWEN3", "OVIS", "QWEN3_VL_NEMOTRON_EMBED", "STEP3_VL", "UNLIMITED_OCR",
 ]
 
-
-def _plugin(family: ModelFamily) -> SimpleNamespace:
-    """A plugin object whose ``ropekit_family`` hook returns ``family``."""
-
-    @hookimpl
-    def ropekit_family() -> ModelFamily:
-        return family
-
-    return SimpleNamespace(ropekit_family=ropekit_family, FAMILY=family)
 
 
 def _example(model_type: str, key: str, inner: str = "qwen2") -> tuple[Example, ...]:
@@ -40,7 +31,7 @@ def _example(model_type: str, key: str, inner: str = "qwen2") -> tuple[Example, 
     return (Example(f"{model_type}-{inner}-d4", {"model_type": model_type, key: language_model}, (1.0, 0.01)),)
 
 
-INTERNVL_CHAT = _plugin(ModelFamily(
+INTERNVL_CHAT = family_plugin(ModelFamily(
     model_type="internvl_chat",
     doc="InternVL (remote code): its language model is llm_config (InternLM2, Qwen2, Llama, Qwen3, ...)",
     code="configuration_internvl_chat.py (llm_config built by its architectures); vllm/model_executor/models/"
@@ -49,7 +40,7 @@ INTERNVL_CHAT = _plugin(ModelFamily(
     language_model="llm_config",
     examples=_example("internvl_chat", "llm_config", "qwen2"),
 ))
-NVLM_D = _plugin(ModelFamily(
+NVLM_D = family_plugin(ModelFamily(
     model_type="NVLM_D",
     doc="NVLM-D (InternVL's remote code): its language model is llm_config (Qwen2)",
     code="vllm/model_executor/models/nvlm_d.py (InternVL's path: hf_config=config.text_config, from llm_config)",
@@ -57,7 +48,7 @@ NVLM_D = _plugin(ModelFamily(
     language_model="llm_config",
     examples=_example("NVLM_D", "llm_config", "qwen2"),
 ))
-LLAMA_NEMOTRON_NANO_VL = _plugin(ModelFamily(
+LLAMA_NEMOTRON_NANO_VL = family_plugin(ModelFamily(
     model_type="Llama_Nemotron_Nano_VL",
     doc="Llama-Nemotron-Nano-VL (remote code): its language model is llm_config (Llama-3.1)",
     code="vllm/model_executor/models/nemotron_vl.py: init_vllm_registered_model(hf_config=config.get_text_config()),"
@@ -66,7 +57,7 @@ LLAMA_NEMOTRON_NANO_VL = _plugin(ModelFamily(
     language_model="llm_config",
     examples=_example("Llama_Nemotron_Nano_VL", "llm_config", "llama"),
 ))
-OVIS = _plugin(ModelFamily(
+OVIS = family_plugin(ModelFamily(
     model_type="ovis",
     doc="Ovis (remote code): its language model is llm_config (Qwen2, Llama, Gemma-2)",
     code="vllm/model_executor/models/ovis.py: init_vllm_registered_model(with_hf_config(config.get_text_config()))",
@@ -74,7 +65,7 @@ OVIS = _plugin(ModelFamily(
     language_model="llm_config",
     examples=_example("ovis", "llm_config", "qwen2"),
 ))
-BAGEL = _plugin(ModelFamily(
+BAGEL = family_plugin(ModelFamily(
     model_type="bagel",
     doc="BAGEL (remote code): its language model is llm_config (Qwen2)",
     code="vllm/model_executor/models/bagel.py: hf_config=config.llm_config, architectures ['Qwen2ForCausalLM']",
@@ -82,7 +73,7 @@ BAGEL = _plugin(ModelFamily(
     language_model="llm_config",
     examples=_example("bagel", "llm_config", "qwen2"),
 ))
-KIMI_VL = _plugin(ModelFamily(
+KIMI_VL = family_plugin(ModelFamily(
     model_type="kimi_vl",
     doc="Kimi-VL (remote code): its language model is text_config (DeepSeek-V3's code)",
     code="vllm/transformers_utils/configs/kimi_vl.py (KimiVLConfig.text_config: DeepseekV3Config); "
@@ -91,7 +82,7 @@ KIMI_VL = _plugin(ModelFamily(
     language_model="text_config",
     examples=_example("kimi_vl", "text_config", "deepseek_v3"),
 ))
-OPENVLA = _plugin(ModelFamily(
+OPENVLA = family_plugin(ModelFamily(
     model_type="openvla",
     doc="OpenVLA (remote code): its language model is text_config (Llama-2)",
     code="vllm/model_executor/models/openvla.py: init_vllm_registered_model(hf_config=config.text_config)",
@@ -99,7 +90,7 @@ OPENVLA = _plugin(ModelFamily(
     language_model="text_config",
     examples=_example("openvla", "text_config", "llama"),
 ))
-FUNAUDIOCHAT = _plugin(ModelFamily(
+FUNAUDIOCHAT = family_plugin(ModelFamily(
     model_type="funaudiochat",
     doc="Fun-Audio-Chat (remote code): its language model is text_config (Qwen3)",
     code="vllm/transformers_utils/configs/funaudiochat.py; vllm/model_executor/models/funaudiochat.py builds "
@@ -108,7 +99,7 @@ FUNAUDIOCHAT = _plugin(ModelFamily(
     language_model="text_config",
     examples=_example("funaudiochat", "text_config", "qwen3"),
 ))
-INTERN_S2_PREVIEW = _plugin(ModelFamily(
+INTERN_S2_PREVIEW = family_plugin(ModelFamily(
     model_type="intern_s2_preview",
     doc="Intern-S2-Preview (remote code): its language model is text_config (Qwen3.5-MoE)",
     code="vllm/model_executor/models/interns2_preview.py (Qwen3_5MoeForConditionalGeneration on text_config)",
@@ -116,7 +107,7 @@ INTERN_S2_PREVIEW = _plugin(ModelFamily(
     language_model="text_config",
     examples=_example("intern_s2_preview", "text_config", "qwen3"),
 ))
-MIDASHENGLM = _plugin(ModelFamily(
+MIDASHENGLM = family_plugin(ModelFamily(
     model_type="midashenglm",
     doc="MiDashengLM (remote code): its language model is text_config (a Qwen2.5-Omni text model)",
     code="vllm/transformers_utils/configs/midashenglm.py; vllm/model_executor/models/midashenglm.py builds "
@@ -125,7 +116,7 @@ MIDASHENGLM = _plugin(ModelFamily(
     language_model="text_config",
     examples=_example("midashenglm", "text_config", "qwen2"),
 ))
-MIMOVL = _plugin(ModelFamily(
+MIMOVL = family_plugin(ModelFamily(
     model_type="mimovl",
     doc="MiMo-V2-Omni (remote code): its language model is text_config (MiMo-V2-Flash)",
     code="vllm/transformers_utils/configs/mimo_v2_omni.py; vllm/model_executor/models/mimo_v2_omni.py",
@@ -133,7 +124,7 @@ MIMOVL = _plugin(ModelFamily(
     language_model="text_config",
     examples=_example("mimovl", "text_config", "qwen2"),
 ))
-STEP3_VL = _plugin(ModelFamily(
+STEP3_VL = family_plugin(ModelFamily(
     model_type="step3_vl",
     doc="Step3-VL (remote code): its language model is text_config (step3_text)",
     code="vllm/transformers_utils/configs/step3_vl.py (Step3VLConfig.text_config: Step3TextConfig)",
@@ -141,7 +132,7 @@ STEP3_VL = _plugin(ModelFamily(
     language_model="text_config",
     examples=_example("step3_vl", "text_config", "qwen2"),
 ))
-MOSS_AUDIO = _plugin(ModelFamily(
+MOSS_AUDIO = family_plugin(ModelFamily(
     model_type="moss_audio",
     doc="MOSS-Audio (remote code): its language model is language_config (a Qwen3Config)",
     code="vllm/transformers_utils/configs/moss_audio.py (language_config = Qwen3Config(**language_config)); "
@@ -150,7 +141,7 @@ MOSS_AUDIO = _plugin(ModelFamily(
     language_model="language_config",
     examples=_example("moss_audio", "language_config", "qwen3"),
 ))
-LLAMA_NEMOTRON_VL = _plugin(ModelFamily(
+LLAMA_NEMOTRON_VL = family_plugin(ModelFamily(
     model_type="llama_nemotron_vl",
     doc="Llama-Nemotron VL embedding/reranking models (remote code): their language model is llm_config (a "
         "bidirectional Llama)",
@@ -160,7 +151,7 @@ LLAMA_NEMOTRON_VL = _plugin(ModelFamily(
     language_model="llm_config",
     examples=_example("llama_nemotron_vl", "llm_config", "llama"),
 ))
-LIGHTONOCR = _plugin(ModelFamily(
+LIGHTONOCR = family_plugin(ModelFamily(
     model_type="lightonocr",
     doc="LightOnOCR (remote code): its language model is text_config",
     code="vllm/model_executor/models/lightonocr.py:161-173 (init_vllm_registered_model(hf_config=config.text_config))",
@@ -168,7 +159,7 @@ LIGHTONOCR = _plugin(ModelFamily(
     language_model="text_config",
     examples=_example("lightonocr", "text_config", "qwen3"),
 ))
-COLQWEN3 = _plugin(ModelFamily(
+COLQWEN3 = family_plugin(ModelFamily(
     model_type="colqwen3",
     doc="ColQwen3 (late interaction, remote code): Qwen3-VL's config; its language model is text_config",
     code="vllm/transformers_utils/configs/colqwen3.py (ColQwen3Config(Qwen3VLConfig))",
@@ -176,7 +167,7 @@ COLQWEN3 = _plugin(ModelFamily(
     language_model="text_config",
     examples=_example("colqwen3", "text_config", "qwen3"),
 ))
-OPS_COLQWEN3 = _plugin(ModelFamily(
+OPS_COLQWEN3 = family_plugin(ModelFamily(
     model_type="ops_colqwen3",
     doc="OpsColQwen3 (late interaction, remote code): ColQwen3's config; its language model is text_config",
     code="vllm/transformers_utils/configs/colqwen3.py (OpsColQwen3Config(ColQwen3Config))",
@@ -184,7 +175,7 @@ OPS_COLQWEN3 = _plugin(ModelFamily(
     language_model="text_config",
     examples=_example("ops_colqwen3", "text_config", "qwen3"),
 ))
-QWEN3_VL_NEMOTRON_EMBED = _plugin(ModelFamily(
+QWEN3_VL_NEMOTRON_EMBED = family_plugin(ModelFamily(
     model_type="qwen3_vl_nemotron_embed",
     doc="Qwen3-VL Nemotron embedding (remote code): ColQwen3's config; its language model is text_config",
     code="vllm/transformers_utils/configs/colqwen3.py (Qwen3VLNemotronEmbedConfig(ColQwen3Config))",
@@ -192,7 +183,7 @@ QWEN3_VL_NEMOTRON_EMBED = _plugin(ModelFamily(
     language_model="text_config",
     examples=_example("qwen3_vl_nemotron_embed", "text_config", "qwen3"),
 ))
-KIMI_K3 = _plugin(ModelFamily(
+KIMI_K3 = family_plugin(ModelFamily(
     model_type="kimi_k3",
     doc="Kimi-K3 (remote code): its language model is text_config (Kimi-Linear)",
     code="vllm/transformers_utils/configs/kimi_k3.py:86-104 (text_config -> KimiLinearConfig(**text_config))",
@@ -200,7 +191,7 @@ KIMI_K3 = _plugin(ModelFamily(
     language_model="text_config",
     examples=_example("kimi_k3", "text_config", "qwen3"),
 ))
-INTERNS2_MOBIUS = _plugin(ModelFamily(
+INTERNS2_MOBIUS = family_plugin(ModelFamily(
     model_type="interns2_mobius",
     doc="Intern-S2 Mobius (remote code): its language model is text_config",
     code="vllm/model_executor/models/interns2_mobius.py (the text stack from hf_text_config)",
@@ -208,7 +199,7 @@ INTERNS2_MOBIUS = _plugin(ModelFamily(
     language_model="text_config",
     examples=_example("interns2_mobius", "text_config", "qwen3"),
 ))
-UNLIMITED_OCR = _plugin(ModelFamily(
+UNLIMITED_OCR = family_plugin(ModelFamily(
     model_type="unlimited-ocr",
     doc="Unlimited-OCR (remote code): its language model is language_config, which states no model_type and runs "
         "Llama's attention (use_mla false)",
@@ -219,7 +210,7 @@ UNLIMITED_OCR = _plugin(ModelFamily(
     language_model_type="unlimited_ocr_text",
     examples=_example("unlimited-ocr", "language_config", "llama"),
 ))
-DEEPSEEK_VL_V2 = _plugin(ModelFamily(
+DEEPSEEK_VL_V2 = family_plugin(ModelFamily(
     model_type="deepseek_vl_v2",
     doc="DeepSeek-VL2 and DeepSeek-OCR (remote code): the language model is language_config, built as DeepseekV2 "
         "(MLA, or Llama's attention when use_mla is false)",
