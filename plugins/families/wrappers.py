@@ -15,9 +15,10 @@ from ropekit import Example, ModelFamily
 from .objects import family_plugin
 
 __all__ = [
-    "BAGEL", "COLQWEN3", "DEEPSEEK_VL_V2", "FUNAUDIOCHAT", "INTERNS2_MOBIUS", "INTERNVL_CHAT", "INTERN_S2_PREVIEW",
-    "KIMI_K3", "KIMI_VL", "LIGHTONOCR", "LLAMA_NEMOTRON_NANO_VL", "LLAMA_NEMOTRON_VL", "MIDASHENGLM", "MIMOVL",
-    "MOSS_AUDIO", "NVLM_D", "OPENVLA", "OPS_COLQWEN3", "OVIS", "QWEN3_VL_NEMOTRON_EMBED", "STEP3_VL", "UNLIMITED_OCR",
+    "BAGEL", "COLQWEN3", "DEEPSEEK_V41", "DEEPSEEK_VL_V2", "FUNAUDIOCHAT", "INTERNS2_MOBIUS", "INTERNVL_CHAT",
+    "INTERN_S2_PREVIEW", "KIMI_K3", "KIMI_VL", "LIGHTONOCR", "LLAMA_NEMOTRON_NANO_VL", "LLAMA_NEMOTRON_VL",
+    "MIDASHENGLM", "MIMOVL", "MOSS_AUDIO", "NVLM_D", "OPENVLA", "OPS_COLQWEN3", "OVIS", "QWEN3_VL_NEMOTRON_EMBED",
+    "STEP3_VL", "UNLIMITED_OCR",
 ]
 
 
@@ -221,4 +222,15 @@ DEEPSEEK_VL_V2 = family_plugin(ModelFamily(
     language_model="language_config",
     language_model_type="deepseek_v2",
     examples=_example("deepseek_vl_v2", "language_config", "deepseek_v2"),
+))
+DEEPSEEK_V41 = family_plugin(ModelFamily(
+    model_type="deepseek_v41",
+    doc="DeepSeek-V4.1 (remote code): its language model is text_config, a DeepSeek-V4 text model",
+    code="vllm/transformers_utils/configs/deepseek_v41.py (DeepseekV41Config flattens text_config onto the top level, "
+         "its rope_scaling becoming rope_parameters); vllm/models/deepseek_v41/common/rope.py "
+         "(build_deepseek_v4_rope, DeepSeek-V4's)",
+    architectures=("DeepseekV41ForCausalLM",),
+    language_model="text_config",
+    language_model_type="deepseek_v4",
+    examples=_example("deepseek_v41", "text_config", "qwen2"),
 ))
