@@ -14,7 +14,7 @@ from ropekit import Example, ModelFamily
 from .objects import family_plugin
 
 __all__ = [
-    "DOTS_OCR", "IQUESTLOOPCODER", "ISAAC", "K2_HORIZON", "LLAMA_BIDIREC", "LONGCAT_FLASH_NGRAM", "MIMO_V2",
+    "DOTS_OCR", "GTE_NEW", "IQUESTLOOPCODER", "ISAAC", "K2_HORIZON", "LLAMA_BIDIREC", "LONGCAT_FLASH_NGRAM", "MIMO_V2",
     "MINICPMO", "MINIMAX_M3_TEXT", "MOLMO", "MOONDREAM3", "NANBEIGE", "NEMOTRON_H_PUZZLE", "PHI4MM", "PLAMO3", "STEP1",
     "STEP3_TEXT", "TELECHAT3",
 ]
@@ -230,4 +230,15 @@ PLAMO3 = family_plugin(ModelFamily(
              "initial_context_length (beta 32 / 1, truncate false) when that factor is not 1; the others plain at "
              "rope_local_theta; no declaration expresses a block a configuration class synthesises, and its "
              "modeling code, which would confirm the layers, was not found",
+))
+GTE_NEW = family_plugin(ModelFamily(
+    model_type="new",
+    doc="Alibaba GTE v1.5 / multilingual encoders (new-impl): rotate-half over hidden_size // num_attention_heads at "
+        "rope_theta; rope_scaling of type ntk only",
+    code="Alibaba-NLP/new-impl modeling.py (RotaryEmbedding, NTKScalingRotaryEmbedding; NewEmbeddings._init_rope "
+         "raises for any other type); vllm/model_executor/models/bert_with_rope.py:135",
+    architectures=("NewModel", "NewForSequenceClassification"),
+    unread_keys=("head_dim", "partial_rotary_factor", "rotary_dim"),  # dim = int(hidden_size / num_attention_heads)
+    rope_types=("ntk",),
+    examples=_d4("new"),
 ))

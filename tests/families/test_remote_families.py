@@ -64,6 +64,7 @@ NO_PUBLISHED_CONFIG = {
     "minimax_m3_text": "a vLLM name: published MiniMax-M3 configs are minimax_m3_vl with this as text_config",
     "mimo_v2": "no verbatim MiMo-V2.5/V2.6 config.json; its keys from test fixtures quoting it (GPTQModel, a C++ port)",
     "k2_horizon": "no verbatim K2-Horizon config.json; an MLX adapter's 'released config contract' and test fixtures",
+    "new": "no verbatim GTE config.json; its keys from copies quoting gte-base-en-v1.5 and gte-multilingual-base",
 }
 """Rotating built-in families served without a published config to check: each says what was searched."""
 
@@ -415,3 +416,24 @@ def test_k2_horizon_serves_its_rope_head_when_it_is_the_whole_head_and_its_yarn_
     bare = ropekit.load({key: value for key, value in config.items() if key != "rope_parameters"}).table
     assert (bare.rope_type, bare.params["factor"], bare.params["beta_fast"]) == ("yarn", 16.0, 128.0)
     assert bare.attention_factor == pytest.approx(1 + 0.1 * np.log(16), rel=1e-12)
+
+
+@pytest.mark.parametrize("mixed_b", [None, 0.5, 2.0])
+def test_gte_ntk_scales_every_position_as_its_code_builds_its_cache(mixed_b: float | None) -> None:
+    """new-impl modeling.py ``NTKScalingRotaryEmbedding``: the cache is built at ``max_position_embeddings * factor``,
+    so ``base = self.base * scaling_factor`` (fixed) or ``lambda_1_m = exp(a * arange(1, dim // 2 + 1) ** mixed_b)``,
+    ``a = log(factor) / (dim / 2) ** mixed_b`` (mixed) serve every position; ``dim = hidden_size / heads``."""
+    block: dict[str, Any] = {"type": "ntk", "factor": 8.0, **({"mixed_b": mixed_b} if mixed_b else {})}
+    config = {"model_type": "new", "architectures": ["NewModel"], "hidden_size": 768, "num_attention_heads": 12,
+              "rope_theta": 20000.0, "max_position_embeddings": 8192, "position_embedding_type": "rope",
+              "rope_scaling": block}  # gte-multilingual-base's keys
+    table = ropekit.load(config).table
+    index = np.arange(0, 64, 2) / 64
+    if mixed_b is None:
+        expected = 1 / (20000.0 * 8.0) ** index / 8.0 ** (2 / 64)
+    else:
+        expected = 1 / 20000.0 ** index / np.exp(np.log(8.0) / 32 ** mixed_b * np.arange(1, 33) ** mixed_b)
+    np.testing.assert_allclose(table.inv_freq, expected, rtol=1e-13)
+    assert (table.rope_type, table.attention_factor, table.seq_len_dependent) == ("ntk", 1.0, False)
+    with pytest.raises(ropekit.RopeConfigError, match="applies default, ntk"):
+        ropekit.load({**config, "rope_scaling": {"type": "linear", "factor": 2.0}})
