@@ -14,9 +14,9 @@ from ropekit import Example, ModelFamily
 from .objects import family_plugin
 
 __all__ = [
-    "DOTS_OCR", "GTE_NEW", "IQUESTLOOPCODER", "ISAAC", "K2_HORIZON", "LLAMA_BIDIREC", "LONGCAT_FLASH_NGRAM", "MIMO_V2",
-    "MINICPMO", "MINIMAX_M3_TEXT", "MOLMO", "MOONDREAM3", "NANBEIGE", "NEMOTRON_H_PUZZLE", "PHI4MM", "PLAMO3", "STEP1",
-    "STEP3_TEXT", "TELECHAT3",
+    "DOTS_OCR", "EXTRACT_HIDDEN_STATES", "GTE_NEW", "IQUESTLOOPCODER", "ISAAC", "K2_HORIZON", "LLAMA_BIDIREC",
+    "LONGCAT_FLASH_NGRAM", "MEDUSA", "MIMO_V2", "MINICPMO", "MINIMAX_M3_TEXT", "MOLMO", "MOONDREAM3", "NANBEIGE",
+    "NEMOTRON_H_PUZZLE", "PHI4MM", "PLAMO3", "STEP1", "STEP3_TEXT", "TELECHAT3",
 ]
 
 
@@ -241,4 +241,22 @@ GTE_NEW = family_plugin(ModelFamily(
     unread_keys=("head_dim", "partial_rotary_factor", "rotary_dim"),  # dim = int(hidden_size / num_attention_heads)
     rope_types=("ntk",),
     examples=_d4("new"),
+))
+MEDUSA = family_plugin(ModelFamily(
+    model_type="medusa",
+    doc="Medusa draft heads: residual MLP blocks on the target model's hidden state, no attention",
+    code="vllm/model_executor/models/medusa.py (Medusa: ResidualBlock of nn.Linear layers); "
+         "vllm/transformers_utils/configs/medusa.py",
+    architectures=("MedusaModel",),
+    no_rope="Medusa's heads are residual MLP blocks on the target model's last hidden state: they attend to nothing, "
+            "so they rotate nothing; the target model's own table is the one a forward uses",
+))
+EXTRACT_HIDDEN_STATES = family_plugin(ModelFamily(
+    model_type="extract_hidden_states",
+    doc="vLLM's extract_hidden_states pseudo-draft: it returns the target model's hidden states, no layers of its own",
+    code="vllm/transformers_utils/configs/extract_hidden_states.py; "
+         "vllm/model_executor/models/extract_hidden_states.py",
+    architectures=("ExtractHiddenStatesModel",),
+    no_rope="vLLM's extract_hidden_states method wraps the target model's config to hand its hidden states out; it "
+            "runs no attention of its own, so it rotates nothing (the target model's table is the one a forward uses)",
 ))
