@@ -14,9 +14,9 @@ from ropekit import Example, ModelFamily
 from .objects import family_plugin
 
 __all__ = [
-    "DOTS_OCR", "EXTRACT_HIDDEN_STATES", "GTE_NEW", "IQUESTLOOPCODER", "ISAAC", "K2_HORIZON", "LLAMA_BIDIREC",
-    "LONGCAT_FLASH_NGRAM", "MEDUSA", "MIMO_V2", "MINICPMO", "MINIMAX_M3_TEXT", "MOLMO", "MOONDREAM3", "NANBEIGE",
-    "NEMOTRON_H_PUZZLE", "PHI4MM", "PLAMO3", "STEP1", "STEP3_TEXT", "TELECHAT3",
+    "DOTS_OCR", "EXTRACT_HIDDEN_STATES", "GTE_NEW", "INKLING_MODEL", "IQUESTLOOPCODER", "ISAAC", "K2_HORIZON",
+    "LLAMA_BIDIREC", "LONGCAT_FLASH_NGRAM", "MEDUSA", "MIMO_V2", "MINICPMO", "MINIMAX_M3_MTP", "MINIMAX_M3_TEXT",
+    "MOLMO", "MOONDREAM3", "NANBEIGE", "NEMOTRON_H_PUZZLE", "PHI4MM", "PLAMO3", "STEP1", "STEP3_TEXT", "TELECHAT3",
 ]
 
 
@@ -259,4 +259,21 @@ EXTRACT_HIDDEN_STATES = family_plugin(ModelFamily(
     architectures=("ExtractHiddenStatesModel",),
     no_rope="vLLM's extract_hidden_states method wraps the target model's config to hand its hidden states out; it "
             "runs no attention of its own, so it rotates nothing (the target model's table is the one a forward uses)",
+))
+INKLING_MODEL = family_plugin(ModelFamily(
+    model_type="inkling_model",
+    doc="Inkling's text model as vLLM names it (transformers' inkling_text): no RoPE",
+    code="vllm/models/inkling/configs.py (InklingModelConfig); vllm/models/inkling/nvidia/model.py builds no rotary; "
+         "transformers 5.24's inkling_text applies none",
+    architectures=("InklingMTPModel",),
+    no_rope="Inkling's text model applies no rotary embedding (transformers' inkling_text and vLLM's port alike)",
+))
+MINIMAX_M3_MTP = family_plugin(ModelFamily(
+    model_type="minimax_m3_mtp",
+    doc="MiniMax-M3's standalone MTP head: one MiniMax-M3 decoder layer, read as transformers' minimax_m3_vl_text",
+    code="vllm/transformers_utils/configs/minimax_m3.py:110-120 (MiniMaxM3MTPConfig reuses the text backbone's "
+         "schema, one hidden layer)",
+    architectures=("MiniMaxM3MTP",),
+    same_as="minimax_m3_vl_text",
+    examples=_d4("minimax_m3_mtp", hidden_size=16, head_dim=8, partial_rotary_factor=0.5),
 ))

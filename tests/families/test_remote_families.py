@@ -65,6 +65,7 @@ NO_PUBLISHED_CONFIG = {
     "mimo_v2": "no verbatim MiMo-V2.5/V2.6 config.json; its keys from test fixtures quoting it (GPTQModel, a C++ port)",
     "k2_horizon": "no verbatim K2-Horizon config.json; an MLX adapter's 'released config contract' and test fixtures",
     "new": "no verbatim GTE config.json; its keys from copies quoting gte-base-en-v1.5 and gte-multilingual-base",
+    "minimax_m3_mtp": "a vLLM name for a standalone MTP head's config (one MiniMax-M3 text layer)",
 }
 """Rotating built-in families served without a published config to check: each says what was searched."""
 
