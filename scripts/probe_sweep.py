@@ -50,7 +50,7 @@ them (chosen by its place in the sorted list of classes), so every type is probe
 the classes."""
 
 
-def _variants(model_type: str) -> dict[str, dict[str, Any]]:
+def _variants(model_type: str, legacy_kinds: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
     """The configs probed for one class: ``default``, ``saved``, and, for a class with one rope
     block, ``legacy_<type>`` (the saved config with a transformers v4 flat ``rope_scaling`` block
     and a top-level ``rope_theta`` instead of ``rope_parameters``) and ``partial`` (half the head
@@ -81,7 +81,16 @@ def _variants(model_type: str) -> dict[str, dict[str, Any]]:
         return found
     partial = float(block.get("partial_rotary_factor", 1.0))
     positions = int(getattr(built, "max_position_embeddings", 4096) or 4096)
-    kind = LEGACY_TYPES[_class_index(model_type) % len(LEGACY_TYPES)]
+    for kind in legacy_kinds or (LEGACY_TYPES[_class_index(model_type) % len(LEGACY_TYPES)],):
+        found[f"legacy_{kind}"] = _legacy(kind, flat, block, nested, head_dim, partial, positions)
+    if partial == 1.0 and not nested:
+        found["partial"] = {**saved, "rope_parameters": {**block, "partial_rotary_factor": 0.5}}
+    return found
+
+
+def _legacy(kind: str, flat: dict[str, Any], block: dict[str, Any], nested: bool, head_dim: int, partial: float,
+            positions: int) -> dict[str, Any]:
+    """The saved config with a transformers v4 flat ``rope_scaling`` block of ``kind``."""
     # the legacy key is "type"; Gemma-3's own v4 configs (per layer type) spell it rope_type, the one
     # spelling such classes read (a "type" there is refused by ropekit: the class would drop the block)
     scaling: dict[str, Any] = {"rope_type" if nested else "type": kind, "factor": 4.0}
@@ -96,10 +105,7 @@ def _variants(model_type: str) -> dict[str, dict[str, Any]]:
         {**flat, "rope_theta": block["rope_theta"], "rope_scaling": scaling}
     if partial != 1.0 and not nested:
         legacy["partial_rotary_factor"] = partial
-    found[f"legacy_{kind}"] = legacy
-    if partial == 1.0 and not nested:
-        found["partial"] = {**saved, "rope_parameters": {**block, "partial_rotary_factor": 0.5}}
-    return found
+    return legacy
 
 
 def _attribute(built: Any, name: str) -> Any:
@@ -329,14 +335,16 @@ def _own_default_failure(model_type: str) -> str | None:
     return None
 
 
-def probe_one(model_type: str, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Both variants of one class, each with its verdict (run in a child process)."""
+def probe_one(model_type: str, skip: tuple[str, ...] = (), legacy_kinds: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Both variants of one class, each with its verdict (run in a child process). ``legacy_kinds``: the flat
+    ``rope_scaling`` types to probe (default: the class's place in the sorted classes picks one, a place that
+    moves when classes are added; re-probing a recorded class passes the types its record has)."""
     warnings.filterwarnings("ignore")
     from ropekit.engines.probe import observe, probe_lengths
 
     results: dict[str, Any] = {}
     try:
-        variants = _variants(model_type)
+        variants = _variants(model_type, legacy_kinds)
     except Exception as error:
         return {"default": {"verdict": "not_measured", "reason": f"cannot build the config: {error}"[:300]}}
     own: list[str | None] = []  # computed once, at the first variant the probe cannot run
