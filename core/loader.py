@@ -28,6 +28,7 @@ from .config.parse import RopeBlock, parse_config
 from .config.remote import ARCHITECTURES, internlm_rotary
 from .config.source import read_config
 from .config.validation import validate_params
+from .config.view import MAX_HEAD_DIM
 from .contract.family import ModelFamily
 from .errors import RopeConfigError, SchemeDeclarationError
 from .host.loaded import LoadedScheme
@@ -169,6 +170,10 @@ def _variant(
     they name neither code."""
     stated = config.get("architectures")
     names = [name for name in stated if isinstance(name, str)] if isinstance(stated, list) else []
+    both = sorted({name for name in names if name in family.variants or name in family.architectures})
+    if len(both) > 1 and any(name in family.architectures for name in both):
+        raise RopeConfigError("architectures", f"{names}: names the classes of more than one code that model_type "
+                              f"{family.model_type!r} covers ({', '.join(both)}); state the checkpoint's one class")
     for name in names:
         if name in family.variants:
             variant = plugin_family(registry, family.variants[name])
@@ -193,7 +198,7 @@ def _without_equal(config: Mapping[str, Any], family: ModelFamily | None) -> Map
     for key in stated:
         other = family.equal_keys[key]
         expected = config.get(other, family.defaults.get(other))
-        if config[key] != expected:
+        if type(config[key]) is not type(expected) or config[key] != expected:
             raise RopeConfigError(key, f"{config[key]!r}: {family.model_type}'s code ({family.code or family.doc}) "
                                   f"computes a table ropekit serves only when it equals {other} ({expected!r}): "
                                   "another value rotates channels that no table's layout places")
@@ -206,10 +211,16 @@ def _with_width(config: Mapping[str, Any], family: ModelFamily | None) -> Mappin
         return config
     key = family.width_key
     value = config.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or value % 2:
-        raise RopeConfigError(key, f"expected a positive even number of channels: {family.model_type}'s code rotates "
-                              f"that many ({family.code or family.doc}), got {value!r}")
-    rest = {name: item for name, item in config.items() if name not in (key, "head_dim", "partial_rotary_factor")}
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_HEAD_DIM or value % 2:
+        raise RopeConfigError(key, f"expected a positive even number of channels up to {MAX_HEAD_DIM}: "
+                              f"{family.model_type}'s code rotates that many ({family.code or family.doc}), got "
+                              f"{value!r}")
+    replaced = ("head_dim", "partial_rotary_factor", "rotary_dim", "qk_rope_head_dim", "qk_nope_head_dim")
+    for name in replaced:
+        if config.get(name) is not None and name != "head_dim":
+            warnings.warn(f"{name}: {family.model_type}'s code does not read it: it rotates {key} ({value}) channels, "
+                          "and ropekit serves that", UserWarning, stacklevel=3)
+    rest = {name: item for name, item in config.items() if name not in (key, *replaced)}
     return MappingProxyType({**rest, "head_dim": value})
 
 

@@ -645,8 +645,6 @@ def build() -> dict[str, dict[str, Any]]:
     # default, the whole head), its qk_* keys unread
     out["unlimited-ocr.json"] = llama_plain(_load("unlimited-ocr.json")["language_config"],
                                             "Unlimited-OCR (use_mla false: Llama's attention)").to_json()
-    out["deepseek-ocr.json"] = llama_plain(_load("deepseek-ocr.json")["language_config"],
-                                           "DeepSeek-OCR (use_mla false: Llama's attention)").to_json()
     phi4mm_cfg = _load("phi-4-multimodal-instruct.json")
     out["phi-4-multimodal-instruct.json"] = phi4mm(phi4mm_cfg).to_json()
     original = int(phi4mm_cfg["original_max_position_embeddings"])

@@ -32,7 +32,15 @@ def per_kind_config(config: Mapping[str, Any], family: ModelFamily) -> Mapping[s
     when the family declares no ``layer_pattern`` or the config states no pattern: one kind, as its code's
     class default)."""
     key = family.layer_pattern
-    pattern = config.get(key) if key else None
+    if not key:
+        return config
+    text = config.get("text_config")
+    nested = sorted(name for name in ({key} | _own_keys(family)) - {"rope_theta", "partial_rotary_factor"}
+                    if isinstance(text, Mapping) and text.get(name) is not None)
+    if nested:  # its code reads them where the model's config keeps them, the top level
+        raise RopeConfigError(f"text_config.{nested[0]}", f"{family.model_type}'s code reads its layer kinds from the "
+                              f"top level ({family.code or family.doc}); state {', '.join(nested)} there")
+    pattern = config.get(key)
     if pattern is None:
         return config
     types = _layer_types(config, family, pattern)
@@ -94,18 +102,16 @@ def _own_keys(family: ModelFamily) -> set[str]:
 
 
 def _value(config: Mapping[str, Any], family: ModelFamily, name: str, own: str | None) -> Any:
-    """A kind's value of ``name``: its own key's, else the usual key's, else the family's default, else the
-    scaling block's (``None``: ropekit's default)."""
+    """A kind's value of ``name``: its own key's, else the usual key's, else the scaling block's, else the family's
+    default (``None``: ropekit's default)."""
     for key in (own, name):
         if key is not None and config.get(key) is not None:
             return _checked(key, config[key], name)
-    if family.defaults.get(name) is not None:
-        return family.defaults[name]
     for block_name in _BLOCK_KEYS:
         block = config.get(block_name)
         if isinstance(block, Mapping) and block.get(name) is not None:
             return _checked(f"{block_name}.{name}", block[name], name)
-    return None
+    return family.defaults.get(name)
 
 
 def _checked(path: str, value: Any, name: str) -> Any:

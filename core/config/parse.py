@@ -784,10 +784,15 @@ def _factor_for(rotary_dim: int, head_dim: int) -> float:
 
 
 def _mla(view: ConfigView) -> bool:
-    """Whether the attention is MLA, whose rope sub-head is ``qk_rope_head_dim``: unless ``use_mla`` is false,
-    DeepSeek-V2's remote-code switch (DeepSeek-OCR, Unlimited-OCR: ``LlamaAttention`` over the whole head, the
-    ``qk_*`` keys unread)."""
-    return view.get("use_mla") is not False
+    """Whether the attention is MLA, whose rope sub-head is ``qk_rope_head_dim``. ``use_mla: false`` is DeepSeek-V2's
+    remote-code switch to ``LlamaAttention`` over the whole head, the ``qk_*`` keys unread (Unlimited-OCR's language
+    config); it counts only where the code that runs reads no MLA fields (transformers' ``unlimited_ocr_text``,
+    Unlimited-OCR's text model). An MLA class (DeepSeek-V3, Kimi-K2, GLM-4-MoE-lite...), and code ropekit knows
+    from no class, run MLA whatever the key says."""
+    if view.get("use_mla") is not False:
+        return True
+    facts = facts_for(view)
+    return facts is None or "qk_rope_head_dim" in facts.defaults
 
 
 def _head_dim_and_factor(

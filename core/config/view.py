@@ -22,6 +22,8 @@ sends ``num_attention_heads`` to its decoder's, the rotating text decoder); read
 name is absent."""
 
 
+_BLOCKS = ("rope_parameters", "rope_scaling")
+
 _UNSEEN: Any = object()
 """A key not looked up yet (``None`` is a key the config and its class defaults do not have)."""
 
@@ -70,6 +72,8 @@ class ConfigView(Mapping[str, Any]):
             for prefix, layer in self._layers:
                 if layer.get(candidate) is not None:
                     return prefix + candidate, layer[candidate]
+        if name in _BLOCKS and any(layer.get(other) is not None for other in _BLOCKS for _, layer in self._layers):
+            return None  # a class's default rope block stands only where a config states neither block
         for candidate in candidates:
             if self._defaults.get(candidate) is not None:
                 return self._layers[0][0] + candidate, self._defaults[candidate]

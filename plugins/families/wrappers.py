@@ -15,10 +15,9 @@ from ropekit import Example, ModelFamily
 from .objects import family_plugin
 
 __all__ = [
-    "BAGEL", "COLQWEN3", "DEEPSEEK_V41", "DEEPSEEK_VL_V2", "FUNAUDIOCHAT", "INTERNS2_MOBIUS", "INTERNVL_CHAT",
-    "INTERN_S2_PREVIEW", "KIMI_K3", "KIMI_VL", "LIGHTONOCR", "LLAMA_NEMOTRON_NANO_VL", "LLAMA_NEMOTRON_VL",
-    "MIDASHENGLM", "MIMOVL", "MOSS_AUDIO", "NVLM_D", "OPENVLA", "OPS_COLQWEN3", "OVIS", "QWEN3_VL_NEMOTRON_EMBED",
-    "STEP3_VL", "UNLIMITED_OCR",
+    "BAGEL", "COLQWEN3", "DEEPSEEK_V41", "FUNAUDIOCHAT", "INTERNS2_MOBIUS", "INTERNVL_CHAT", "INTERN_S2_PREVIEW",
+    "KIMI_K3", "KIMI_VL", "LIGHTONOCR", "LLAMA_NEMOTRON_NANO_VL", "LLAMA_NEMOTRON_VL", "MIDASHENGLM", "MIMOVL",
+    "MOSS_AUDIO", "NVLM_D", "OPENVLA", "OPS_COLQWEN3", "OVIS", "QWEN3_VL_NEMOTRON_EMBED", "STEP3_VL", "UNLIMITED_OCR",
 ]
 
 
@@ -210,18 +209,6 @@ UNLIMITED_OCR = family_plugin(ModelFamily(
     language_model="language_config",
     language_model_type="unlimited_ocr_text",
     examples=_example("unlimited-ocr", "language_config", "llama"),
-))
-DEEPSEEK_VL_V2 = family_plugin(ModelFamily(
-    model_type="deepseek_vl_v2",
-    doc="DeepSeek-VL2 and DeepSeek-OCR (remote code): the language model is language_config, built as DeepseekV2 "
-        "(MLA, or Llama's attention when use_mla is false)",
-    code="deepseek-ai/DeepSeek-VL2@ef9f91e2b6426536b83294c11742c27be66361b1 deepseek_vl2/models/"
-         "modeling_deepseek_vl_v2.py:235-334 (DeepseekV2Config(**language_config)), modeling_deepseek.py:1215-1237 "
-         "(use_mla false: LlamaAttention)",
-    architectures=("DeepseekVLV2ForCausalLM", "DeepseekOCRForCausalLM", "DeepseekOCR2ForCausalLM"),
-    language_model="language_config",
-    language_model_type="deepseek_v2",
-    examples=_example("deepseek_vl_v2", "language_config", "deepseek_v2"),
 ))
 DEEPSEEK_V41 = family_plugin(ModelFamily(
     model_type="deepseek_v41",

@@ -39,7 +39,8 @@ SCHEME = Scheme(
     keys=(
         Key("factor", "float", "Context extension ratio (the code reads it without a default).", required=True,
             gt=0, le=1e6),
-        Key("mixed_b", "float", "Mixed NTK's exponent b (absent: fixed NTK).", gt=0, le=1e3),
+        Key("mixed_b", "float", "Mixed NTK's exponent b (absent: fixed NTK; 0 divides every pair by the factor).",
+            ge=0, le=1e3),
     ),
     examples=(
         # d = 4, base 10000, factor 4: (4e4 ** 0, 4e4 ** -0.5) / 4 ** 0.5 = (0.5, 0.0025)

@@ -336,6 +336,9 @@ def test_one_model_type_two_codes_architectures_decide_or_the_config_is_refused_
                        "partial_rotary_factor": 0.5})  # Ling 2.0's exporter writes model_type bailing_moe
     assert (v2.table.rotary_dim, v2.table.head_dim) == (64, 128)
     np.testing.assert_allclose(v2.table.inv_freq, 600000.0 ** -(np.arange(0, 64, 2) / 64), rtol=1e-15)
+    with pytest.raises(ropekit.RopeConfigError, match="names the classes of more than one code") as both:
+        ropekit.load({**ling, "architectures": ["BailingMoeForCausalLM", "BailingMoeV2ForCausalLM"]})
+    assert both.value.path == "architectures"
     for architectures in (None, ["AcmeForCausalLM"]):
         config = {key: value for key, value in ling.items() if key != "architectures"}
         if architectures:
@@ -353,9 +356,13 @@ def test_a_width_key_names_the_rotated_sub_head_and_an_unread_scaling_block_is_n
     with pytest.warns(UserWarning, match="rope_scaling: pangu_ultra_moe's code does not read it"):
         scaled = ropekit.load({**config, "rope_scaling": {"type": "yarn", "factor": 4.0}}).table
     assert scaled.rope_type == "default"
-    with pytest.raises(ropekit.RopeConfigError, match="positive even number of channels") as caught:
-        ropekit.load({**config, "attention_qk_rope_dim": 63})
-    assert caught.value.path == "attention_qk_rope_dim"
+    for width in (63, 1 << 20):
+        with pytest.raises(ropekit.RopeConfigError, match="positive even number of channels") as caught:
+            ropekit.load({**config, "attention_qk_rope_dim": width})
+        assert caught.value.path == "attention_qk_rope_dim"
+    with pytest.warns(UserWarning, match="qk_rope_head_dim: pangu_ultra_moe's code does not read it"):
+        stray = ropekit.load({**config, "qk_rope_head_dim": 2}).table  # its own key wins: the code reads that one
+    assert stray.rotary_dim == 64
 
 
 def test_same_as_reads_a_config_as_the_class_its_code_shares_and_says_nothing_more() -> None:
@@ -378,6 +385,13 @@ def test_use_mla_false_is_llamas_attention_over_the_whole_head() -> None:
     mla = {**inner, "model_type": "deepseek_v2", "use_mla": True}
     with pytest.raises(ropekit.NoRopeError, match="no rope sub-head"):  # MLA with a 0-wide rope sub-head rotates nothing
         ropekit.load(mla)
+    for model_type in ("deepseek_v3", "kimi_k2", "glm4_moe_lite"):  # MLA classes never read use_mla: MLA it stays
+        stated = {"model_type": model_type, "hidden_size": 2048, "num_attention_heads": 16, "qk_rope_head_dim": 64,
+                  "qk_nope_head_dim": 128, "v_head_dim": 128, "kv_lora_rank": 512}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            off, plain = ropekit.load({**stated, "use_mla": False}).table, ropekit.load(stated).table
+        assert (off.head_dim, off.layout) == (plain.head_dim, plain.layout) == (64, "gptj"), model_type
 
 
 def test_mimo_v2s_layer_kinds_rotate_at_their_own_base_and_width() -> None:
@@ -393,6 +407,12 @@ def test_mimo_v2s_layer_kinds_rotate_at_their_own_base_and_width() -> None:
         dim = int(width * 0.334)
         np.testing.assert_allclose(model[kind].inv_freq, 1 / base ** (np.arange(0, dim, 2) / dim), rtol=1e-15)
         assert (model[kind].head_dim, model[kind].rotary_dim, model[kind].layout) == (width, dim, "neox")
+    in_block = {key: value for key, value in config.items() if key != "rope_theta"}
+    in_block["rope_parameters"] = {"rope_type": "default", "rope_theta": 1e7}  # the base stated in the block only
+    assert ropekit.load(in_block)["full_attention"].geometry.theta == 1e7
+    with pytest.raises(ropekit.RopeConfigError, match="reads its layer kinds from the top level") as nested:
+        ropekit.load({**config, "text_config": {"hybrid_layer_pattern": [0, 1, 1, 0]}})
+    assert nested.value.path == "text_config.hybrid_layer_pattern"
     same = ropekit.load({key: value for key, value in config.items() if key not in ("swa_rope_theta", "swa_head_dim")})
     np.testing.assert_array_equal(same["sliding_attention"].inv_freq, same["full_attention"].inv_freq)  # fallbacks
     with pytest.raises(ropekit.RopeConfigError, match="2 is not a layer kind mimo_v2's code knows") as caught:
@@ -414,6 +434,9 @@ def test_k2_horizon_serves_its_rope_head_when_it_is_the_whole_head_and_its_yarn_
     with pytest.raises(ropekit.RopeConfigError, match="only when it equals head_dim") as caught:
         ropekit.load({**config, "rope_head_dim": 64})
     assert caught.value.path == "rope_head_dim"
+    scaled = ropekit.load({**{key: value for key, value in config.items() if key != "rope_parameters"},
+                           "rope_scaling": {"rope_type": "linear", "factor": 2.0}}).table  # a stated block: no default
+    assert (scaled.rope_type, scaled.params["factor"]) == ("linear", 2.0)
     bare = ropekit.load({key: value for key, value in config.items() if key != "rope_parameters"}).table
     assert (bare.rope_type, bare.params["factor"], bare.params["beta_fast"]) == ("yarn", 16.0, 128.0)
     assert bare.attention_factor == pytest.approx(1 + 0.1 * np.log(16), rel=1e-12)
