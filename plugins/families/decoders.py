@@ -14,9 +14,10 @@ from ropekit import Example, ModelFamily
 from .objects import family_plugin
 
 __all__ = [
-    "DOTS_OCR", "EXTRACT_HIDDEN_STATES", "GTE_NEW", "INKLING_MODEL", "IQUESTLOOPCODER", "ISAAC", "K2_HORIZON",
-    "LLAMA_BIDIREC", "LONGCAT_FLASH_NGRAM", "MEDUSA", "MIMO_V2", "MINICPMO", "MINIMAX_M3_MTP", "MINIMAX_M3_TEXT",
-    "MOLMO", "MOONDREAM3", "NANBEIGE", "NEMOTRON_H_PUZZLE", "PHI4MM", "PLAMO3", "STEP1", "STEP3_TEXT", "TELECHAT3",
+    "DEEPSEEK_VL_V2", "DOTS_OCR", "EXTRACT_HIDDEN_STATES", "GTE_NEW", "INKLING_MODEL", "IQUESTLOOPCODER", "ISAAC",
+    "K2_HORIZON", "K3_DSPARK", "LLAMA_BIDIREC", "LONGCAT_FLASH_NGRAM", "MEDUSA", "MIMO_V2", "MINICPMO",
+    "MINIMAX_M3_MTP", "MINIMAX_M3_TEXT", "MOLMO", "MOONDREAM3", "NANBEIGE", "NEMOTRON_H_PUZZLE", "PHI4MM", "PLAMO3",
+    "STEP1", "STEP3_TEXT", "TELECHAT3", "TELEFLM", "ULTRAVOX",
 ]
 
 
@@ -276,4 +277,49 @@ MINIMAX_M3_MTP = family_plugin(ModelFamily(
     architectures=("MiniMaxM3MTP",),
     same_as="minimax_m3_vl_text",
     examples=_d4("minimax_m3_mtp", hidden_size=16, head_dim=8, partial_rotary_factor=0.5),
+))
+TELEFLM = family_plugin(ModelFamily(
+    model_type="TeleFLM",
+    doc="Tele-FLM (CofeAI): Llama's RoPE over the whole head at rope_theta; its muP multipliers touch no rotary",
+    code="vllm/model_executor/models/teleflm.py (TeleFLMForCausalLM(LlamaForCausalLM): muP logits only); the model "
+         "card (Rotary Positional Embedding) and CofeAI's FLM-Audio modeling_flmaudio.py (Llama's rotary, base "
+         "10000 by default); its own modeling_teleflm.py was not found, so no scaling is served",
+    architectures=("TeleFLMForCausalLM",),
+    rope_types=(),
+    defaults={"rope_theta": 10000.0},
+    examples=_d4("TeleFLM"),
+))
+DEEPSEEK_VL_V2 = family_plugin(ModelFamily(
+    model_type="deepseek_vl_v2",
+    doc="DeepSeek-VL2 / DeepSeek-OCR: a language_config run by DeepSeek-V2's remote code two ways, chosen by use_mla",
+    code="deepseek-ai/DeepSeek-VL2@ef9f91e2b6426536b83294c11742c27be66361b1 deepseek_vl2/models/"
+         "modeling_deepseek_vl_v2.py:235-334 (DeepseekV2Config(**language_config)), modeling_deepseek.py:1215-1237",
+    architectures=("DeepseekVLV2ForCausalLM", "DeepseekOCRForCausalLM", "DeepseekOCR2ForCausalLM"),
+    unserved="its language_config states no model_type and runs DeepSeek-V2's remote code, which use_mla switches "
+             "between MLA (interleaved pairs of the qk_rope_head_dim sub-head, DeepSeek-V2's own YaRN) and "
+             "transformers 4.x LlamaAttention over hidden_size // num_attention_heads (DeepSeek-OCR); no class "
+             "ropekit knows reads that switch, and transformers' deepseek_v2 computes YaRN otherwise",
+))
+ULTRAVOX = family_plugin(ModelFamily(
+    model_type="ultravox",
+    doc="Ultravox: its language model is another checkpoint's config whenever text_model_id is set",
+    code="vllm/model_executor/models/ultravox.py; vllm/transformers_utils/configs/ultravox.py (text_model_id: "
+         "AutoConfig.from_pretrained(text_model_id) replaces text_config)",
+    architectures=("UltravoxModel",),
+    unserved="its code builds the language model from text_model_id, another checkpoint's config, whenever that is "
+             "set, so a text_config beside it may not be what runs; ropekit reads only the config it is given",
+))
+K3_DSPARK = family_plugin(ModelFamily(
+    model_type="k3_dspark",
+    doc="Kimi-K3's DSpark draft (vLLM's own model): MLA whose qk_rope_head_dim sub-head rotates in interleaved pairs "
+        "at rope_theta (class default 50000)",
+    code="vllm/models/kimi_k3/nvidia/mla.py:160-176 (get_rope(qk_rope_head_dim, is_neox_style=False)), "
+         "dspark_mla.py:73-88 (use_rope=True); vllm/transformers_utils/configs/k3_dspark.py (rope_theta=50000.0)",
+    architectures=("K3DSparkModel",),
+    layout="gptj",
+    rope_types=(),  # vLLM rewrites any other type to deepseek_yarn / deepseek_llama_scaling: not checked here
+    defaults={"rope_theta": 50000.0},
+    examples=(Example("k3-dspark-d4", {"model_type": "k3_dspark", "hidden_size": 8, "num_attention_heads": 2,
+                                       "qk_rope_head_dim": 4, "qk_nope_head_dim": 4, "v_head_dim": 4,
+                                       "kv_lora_rank": 4, "rope_theta": 10000.0}, (1.0, 0.01)),),
 ))

@@ -66,6 +66,8 @@ NO_PUBLISHED_CONFIG = {
     "k2_horizon": "no verbatim K2-Horizon config.json; an MLX adapter's 'released config contract' and test fixtures",
     "new": "no verbatim GTE config.json; its keys from copies quoting gte-base-en-v1.5 and gte-multilingual-base",
     "minimax_m3_mtp": "a vLLM name for a standalone MTP head's config (one MiniMax-M3 text layer)",
+    "TeleFLM": "no Tele-FLM config.json copy was found (only its model card)",
+    "k3_dspark": "vLLM's own draft model for Kimi-K3: no published config.json was found",
 }
 """Rotating built-in families served without a published config to check: each says what was searched."""
 
