@@ -100,6 +100,37 @@ CASES: dict[str, tuple[dict[str, Any], str, str]] = {
     "nanbeige-linear": ({"model_type": "nanbeige", "rope_theta": 1e4, "rope_scaling": {"type": "linear", "factor": 2.0}},
                         "match", "serves the declared linear table"),
     "telechat3": ({"model_type": "telechat3", "rope_theta": 1e6}, "match", "serves the declared default table"),
+    "iquestloopcoder": ({"model_type": "iquestloopcoder", "rope_theta": 5e5, "head_dim": HEAD}, "match",
+                        "serves the declared default table"),
+    "dots_ocr": ({"model_type": "dots_ocr", "rope_theta": 1e6}, "match", "serves the declared default table"),
+    "minicpmo": ({"model_type": "minicpmo", "rope_theta": 1e6}, "match", "serves the declared default table"),
+    "llama_bidirec": ({"model_type": "llama_bidirec", "rope_theta": 5e5}, "match", "serves the declared default table"),
+    "TeleFLM": ({"model_type": "TeleFLM", "rope_theta": 1e4}, "match", "serves the declared default table"),
+    "k2_horizon": ({"model_type": "k2_horizon", "head_dim": HEAD, "rope_head_dim": HEAD,
+                    "rope_parameters": {"rope_type": "default", "rope_theta": 1e7}}, "match",
+                   "serves the declared default table"),
+    # Phi-4-mm: Phi-3's longrope over the first half of the head; vLLM picks the factor set by max_model_len
+    "phi4mm-longrope": ({"model_type": "phi4mm", "rope_theta": 1e4, "max_position_embeddings": 512,
+                         "original_max_position_embeddings": 128, "partial_rotary_factor": 0.5,
+                         "rope_scaling": {"type": "longrope", "short_factor": [1.0 + i / 10 for i in range(HEAD // 4)],
+                                          "long_factor": [2.0 + i for i in range(HEAD // 4)]}},
+                        "match", "vLLM serves the long factors at every length, short prompts included"),
+    # Alibaba GTE's NTK: vLLM's ntk type (NTKScalingRotaryEmbedding) against the family's own code
+    "new-ntk": ({"model_type": "new", "rope_theta": 2e4, "rope_scaling": {"type": "ntk", "factor": 4.0}}, "match",
+                "serves the declared ntk table"),
+    "new-ntk-mixed": ({"model_type": "new", "rope_theta": 2e4,
+                       "rope_scaling": {"type": "ntk", "factor": 4.0, "mixed_b": 0.75}}, "match",
+                      "serves the declared ntk table"),
+}
+
+# MLA families: vLLM rotates the rope sub-head in interleaved pairs (get_rope(qk_rope_head_dim, is_neox_style=False))
+MLA = {"qk_rope_head_dim": HEAD, "qk_nope_head_dim": HEAD, "v_head_dim": HEAD, "kv_lora_rank": HEAD}
+MLA_CASES: dict[str, tuple[dict[str, Any], str, str]] = {
+    "pangu_ultra_moe": ({"model_type": "pangu_ultra_moe", "attention_qk_rope_dim": HEAD, "rope_theta": 2.56e7}, "match",
+                        "serves the declared default table"),
+    "k3_dspark": ({"model_type": "k3_dspark", **MLA, "rope_theta": 5e4}, "match", "serves the declared default table"),
+    "longcat_flash_ngram": ({"model_type": "longcat_flash_ngram", **MLA, "rope_theta": 5e6}, "match",
+                            "serves the declared default table"),
 }
 
 
@@ -123,7 +154,7 @@ def vllm_load(folder: Path, max_model_len: int) -> Iterator[None]:
         yield
 
 
-def vllm_rotary(document: dict[str, Any], folder: Path) -> tuple[Any, int]:
+def vllm_rotary(document: dict[str, Any], folder: Path, *, neox: bool = True) -> tuple[Any, int]:
     """vLLM's rotary for ``document`` as the family's vLLM model file builds it, and vLLM's max_model_len."""
     config = PretrainedConfig()
     for key, value in copy.deepcopy(document).items():  # what a remote configuration class does
@@ -133,15 +164,15 @@ def vllm_rotary(document: dict[str, Any], folder: Path) -> tuple[Any, int]:
     max_model_len = _max_model_len(config, document)
     with vllm_load(folder, max_model_len):
         module = rotary_embedding.get_rope(HEAD, max_position=document["max_position_embeddings"],
-                                           rope_parameters=config.rope_parameters, is_neox_style=True)
+                                           rope_parameters=config.rope_parameters, is_neox_style=neox)
     return module, max_model_len
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", sorted(CASES) + sorted(MLA_CASES))
 def test_vllms_rotary_for_a_remote_code_family_against_its_own_code(case: str, tmp_path: Path) -> None:
-    extra, verdict, phrase = CASES[case]
+    extra, verdict, phrase = CASES[case] if case in CASES else MLA_CASES[case]
     document = {**BASE, **extra}
-    module, max_model_len = vllm_rotary(document, tmp_path)
+    module, max_model_len = vllm_rotary(document, tmp_path, neox=case in CASES)
     audited = rv.audit_rotary(module, document, max_model_len=max_model_len)
     assert audited.verdict == verdict, audited.line
     assert phrase in audited.line
