@@ -42,6 +42,10 @@ def per_kind_config(config: Mapping[str, Any], family: ModelFamily) -> Mapping[s
                               f"top level ({family.code or family.doc}); state {', '.join(nested)} there")
     pattern = config.get(key)
     if pattern is None:
+        derived = [name for name in family.layer_pattern_from if config.get(name) is not None]
+        if derived:
+            raise RopeConfigError(derived[0], f"{family.model_type}'s code derives {key} from it when a config states "
+                                  f"none ({family.code or family.doc}); ropekit does not derive it: state {key}")
         return config
     types = _layer_types(config, family, pattern)
     block = _block(config)

@@ -128,7 +128,9 @@ class ModelFamily:
       the layer type each of its values means (``{"0": "full_attention", "1": "sliding_attention"}``), and
       per layer type the keys its rotary reads in place of ``rope_theta``, ``head_dim`` or
       ``partial_rotary_factor`` (``{"sliding_attention": {"rope_theta": "swa_rope_theta"}}``), each falling
-      back to the usual key when a config leaves it out;
+      back to the usual key when a config leaves it out; ``layer_pattern_from``: keys its code derives the list
+      from when a config states none (MiMo-V2's ``hybrid_block_size``): a config stating one without the list
+      is refused, since ropekit does not derive it;
     - ``equal_keys``: keys its code reads that ropekit serves only when they equal another key's value
       (K2-Horizon's ``rope_head_dim`` must equal ``head_dim``: a narrower rope head rotates channel pairs
       ``(i, head_dim / 2 + i)``, which no table's layout expresses); a config stating another value is
@@ -162,6 +164,7 @@ class ModelFamily:
     layer_pattern: str = ""
     layer_pattern_types: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
     layer_keys: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict, converter=_frozen_nested)
+    layer_pattern_from: tuple[str, ...] = attrs.field(default=(), converter=_name_tuple)
     equal_keys: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_mapping)
 
     def __attrs_post_init__(self) -> None:
@@ -257,6 +260,9 @@ class ModelFamily:
 
     def _check_layer_kinds(self) -> None:
         name = self.model_type
+        if self.layer_pattern_from and not self.layer_pattern:
+            raise DeclarationError(f"family {name!r}: layer_pattern_from names keys a layer_pattern is derived from; "
+                                   "declare layer_pattern too")
         if bool(self.layer_pattern) != bool(self.layer_pattern_types):
             raise DeclarationError(f"family {name!r}: layer_pattern and layer_pattern_types go together (the per-layer "
                                    "list, and the layer type each of its values means)")

@@ -190,6 +190,7 @@ MIMO_V2 = family_plugin(ModelFamily(
     layer_pattern="hybrid_layer_pattern",
     layer_pattern_types={"0": "full_attention", "1": "sliding_attention"},
     layer_keys={"sliding_attention": {"rope_theta": "swa_rope_theta", "head_dim": "swa_head_dim"}},
+    layer_pattern_from=("hybrid_block_size",),  # configuration_mimo_v2.py: no pattern, a block size: some layers SWA
     defaults={"rope_theta": 10000.0, "max_position_embeddings": 32768},
     examples=(
         # full layers d = 4 at 10000; the sliding layer's head is 8 wide at half rotated: d = 4 at 100

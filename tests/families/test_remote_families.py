@@ -415,6 +415,11 @@ def test_mimo_v2s_layer_kinds_rotate_at_their_own_base_and_width() -> None:
     with pytest.raises(ropekit.RopeConfigError, match="reads its layer kinds from the top level") as nested:
         ropekit.load({**config, "text_config": {"hybrid_layer_pattern": [0, 1, 1, 0]}})
     assert nested.value.path == "text_config.hybrid_layer_pattern"
+    unlisted = {key: value for key, value in config.items() if key != "hybrid_layer_pattern"}
+    assert ropekit.load(unlisted).layer_types == ("full_attention",) * 4  # its class default: every layer full
+    with pytest.raises(ropekit.RopeConfigError, match="derives hybrid_layer_pattern from it") as derived:
+        ropekit.load({**unlisted, "hybrid_block_size": 2})
+    assert derived.value.path == "hybrid_block_size"
     same = ropekit.load({key: value for key, value in config.items() if key not in ("swa_rope_theta", "swa_head_dim")})
     np.testing.assert_array_equal(same["sliding_attention"].inv_freq, same["full_attention"].inv_freq)  # fallbacks
     with pytest.raises(ropekit.RopeConfigError, match="2 is not a layer kind mimo_v2's code knows") as caught:
