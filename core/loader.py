@@ -21,14 +21,13 @@ from typing import Any
 import attrs
 
 from .config.classes import class_facts
+from .config.declared import as_declared
 from .config.families import READ_KEYS, REMOTE_FAMILIES
 from .config.identify import language_model
-from .config.kinds import per_kind_config
 from .config.parse import RopeBlock, parse_config
 from .config.remote import ARCHITECTURES, internlm_rotary
 from .config.source import read_config
 from .config.validation import validate_params
-from .config.view import MAX_HEAD_DIM
 from .contract.family import ModelFamily
 from .errors import RopeConfigError, SchemeDeclarationError
 from .host.loaded import LoadedScheme
@@ -92,9 +91,8 @@ def load(
         with _under(prefix):
             model = load(inner, strict=strict, registry=registry)
         return attrs.evolve(model, source=origin)
-    config = _with_width(_without_equal(_without_unread(config, family), family), family)
-    if family is not None and family.layer_pattern:
-        config = per_kind_config(config, family)
+    if family is not None:
+        config = as_declared(config, family)
     parsed = parse_config(config, strict=strict, plugin_family=functools.partial(plugin_family, registry))
     tables = {
         block.layer_type: build_table(block, registry.loaded(block.rope_type, path=block.rope_type_path), strict=strict)
@@ -188,54 +186,6 @@ def _variant(
     raise RopeConfigError("architectures", f"{names or 'missing'}: model_type {family.model_type!r} names more than "
                           f"one code, told apart by the class a config's architectures name: {codes}; state the "
                           "checkpoint's architectures")
-
-
-def _without_equal(config: Mapping[str, Any], family: ModelFamily | None) -> Mapping[str, Any]:
-    """``config`` without its family's ``equal_keys`` once each equals the key it must (else refused naming it)."""
-    if family is None or not family.equal_keys:
-        return config
-    stated = [key for key in family.equal_keys if config.get(key) is not None]
-    for key in stated:
-        other = family.equal_keys[key]
-        expected = config.get(other, family.defaults.get(other))
-        if type(config[key]) is not type(expected) or config[key] != expected:
-            raise RopeConfigError(key, f"{config[key]!r}: {family.model_type}'s code ({family.code or family.doc}) "
-                                  f"computes a table ropekit serves only when it equals {other} ({expected!r}): "
-                                  "another value rotates channels that no table's layout places")
-    return MappingProxyType({key: value for key, value in config.items() if key not in stated}) if stated else config
-
-
-def _with_width(config: Mapping[str, Any], family: ModelFamily | None) -> Mapping[str, Any]:
-    """``config`` read with its family's rotated width (``ModelFamily.width_key``) as the table's head."""
-    if family is None or not family.width_key:
-        return config
-    key = family.width_key
-    value = config.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_HEAD_DIM or value % 2:
-        raise RopeConfigError(key, f"expected a positive even number of channels up to {MAX_HEAD_DIM}: "
-                              f"{family.model_type}'s code rotates that many ({family.code or family.doc}), got "
-                              f"{value!r}")
-    replaced = ("head_dim", "partial_rotary_factor", "rotary_dim", "qk_rope_head_dim", "qk_nope_head_dim")
-    for name in replaced:
-        if config.get(name) is not None and name != "head_dim":
-            warnings.warn(f"{name}: {family.model_type}'s code does not read it: it rotates {key} ({value}) channels, "
-                          "and ropekit serves that", UserWarning, stacklevel=3)
-    rest = {name: item for name, item in config.items() if name not in (key, *replaced)}
-    return MappingProxyType({**rest, "head_dim": value})
-
-
-def _without_unread(config: Mapping[str, Any], family: ModelFamily | None) -> Mapping[str, Any]:
-    """``config`` without the width keys its family's code does not read (``ModelFamily.unread_keys``),
-    each named in a warning: the table is what the code applies without them."""
-    if family is None:
-        return config
-    stated = [key for key in family.unread_keys if config.get(key) is not None]
-    if not stated:
-        return config
-    for key in sorted(stated):
-        warnings.warn(f"{key}: {family.model_type}'s code does not read it ({family.code or family.doc}); ropekit "
-                      "serves what the code applies without it", UserWarning, stacklevel=3)
-    return MappingProxyType({key: value for key, value in config.items() if key not in stated})
 
 
 @contextlib.contextmanager
