@@ -11,7 +11,7 @@ are importable from their submodules.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 from .contract.family import ModelFamily
@@ -39,12 +39,18 @@ from .errors import (
 )
 from .host.registry import Registry, default_registry
 from .loader import load
-from .tables.rows import RopeRows
 from .tables.table import ModelRope, RopeTable, SeqLenRule
+
+if TYPE_CHECKING:  # imported on first use (see __getattr__); here for type checkers
+    from .positions import position_ids
+    from .tables.kept import row_budget, set_row_budget
+    from .tables.rotary import apply_rotary
+    from .tables.rows import RopeRows
 
 
 def __getattr__(name: str) -> Any:
-    """``apply_rotary`` and ``position_ids`` are imported on first use: loading tables needs neither."""
+    """``apply_rotary``, ``position_ids``, ``RopeRows`` and the kept-row budget are imported on first use:
+    loading tables needs none of them."""
     if name == "apply_rotary":
         from .tables.rotary import apply_rotary
 
@@ -53,6 +59,14 @@ def __getattr__(name: str) -> Any:
         from .positions import position_ids
 
         return position_ids
+    if name == "RopeRows":
+        from .tables.rows import RopeRows
+
+        return RopeRows
+    if name in ("row_budget", "set_row_budget"):
+        from .tables import kept
+
+        return getattr(kept, name)
     raise AttributeError(f"module 'ropekit' has no attribute {name!r}")
 
 __all__ = [
@@ -94,4 +108,6 @@ __all__ = [
     "load",
     "plain_inv_freq",
     "position_ids",
+    "row_budget",
+    "set_row_budget",
 ]

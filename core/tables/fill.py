@@ -1,9 +1,10 @@
 """How :func:`ropekit.tables.rotary.cos_sin` computes its rows: complex products of float64 tables.
 
-For a run of positions ``p = start + 256 q + r``,
-``exp(i p f) = exp(i (start + 256 q) f) * exp(i r f)``: a block's base row times a row of the
-plan's offset table, both evaluated in float64 and rounded once to complex64 (complex128 for
-float64 output), so each output pair costs one complex multiply instead of two transcendentals.
+For a position ``p = 256 q + r``, ``exp(i p f) = exp(i 256 q f) * exp(i r f)``: block ``q``'s base
+row times row ``r`` of the plan's offset table, both evaluated in float64 and rounded once to
+complex64 (complex128 for float64 output), so each output pair costs one complex multiply instead
+of two transcendentals, and each value depends only on its position (not on the call, the run's
+start, the chunking or the threads that form it).
 Base rows are themselves products of float64 unit-circle values (:func:`base_rows`), never of a
 float32 angle. The products are split into cos and sin by integer casts that write the output
 layout in the same pass (:func:`store_products`): numpy has no planar complex multiply, and a
@@ -31,11 +32,10 @@ if TYPE_CHECKING:
 
 
 __all__ = ["base_rows", "borrowed", "direct_products", "fill_positions", "fill_run", "give_scratch",
-           "position_products", "run_products", "store_chunk", "take_scratch", "work_dtype"]
+           "position_products", "run_products", "span_products", "store_chunk", "take_scratch", "work_dtype"]
 
 _CHUNK_PRODUCTS = 131072  # products per numpy call (1 MiB of complex64): fewer calls beat a smaller cache footprint
 _ROWS_PER_THREAD = 2048  # the fewest positions a thread is given
-_DIRECT = 4  # calls this short skip the tables: a few transcendentals beat building a base row
 
 
 _scratch = threading.local()
@@ -72,20 +72,10 @@ def give_scratch(work: Any, found: npt.NDArray[Any]) -> None:
     _scratch.store[work] = found
 
 
-def _fill_direct(plan: Plan, positions: npt.NDArray[np.float64], cos: Any, sin: Any, layout: str) -> None:
-    """A few positions (a decode step): angles in float64 directly, no tables."""
-    angles = positions[:, None] * plan.freq[None, :]
-    _store(np.cos(angles) * plan.factor, cos, layout)
-    _store(np.sin(angles) * plan.factor, sin, layout)
-
-
 def fill_positions(plan: Plan, where: npt.NDArray[np.int64], cos: Any, sin: Any, layout: str) -> None:
     """Arbitrary positions: ``p = 256 q + r``, the product of block ``q``'s base row (one per
     distinct block, as in :func:`base_rows` from position 0) and offset row ``r``, gathered."""
     count = where.shape[0]
-    if count <= _DIRECT:
-        _fill_direct(plan, where.astype(np.float64), cos, sin, layout)
-        return
     work = work_dtype(cos.dtype)
     pairs = plan.freq.shape[0]
     size = min(count, _CHUNK_PRODUCTS // pairs + 1)
@@ -121,7 +111,7 @@ def position_products(plan: Plan, where: npt.NDArray[np.int64], products: npt.ND
 
 def direct_products(plan: Plan, where: npt.NDArray[Any], work: Any) -> npt.NDArray[Any]:
     """``factor * exp(i p f)`` with each angle formed in float64 and evaluated directly, rounded
-    once to ``work``: what a call of at most four positions serves (:func:`fill_positions`)."""
+    once to ``work``: what a 3-axis axis of at most four positions serves (:mod:`ropekit.tables.axes`)."""
     return unit_circle(where.astype(np.float64)[:, None] * plan.freq[None, :], plan.factor, work)
 
 
@@ -159,32 +149,47 @@ def _distinct(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt
 
 def fill_run(plan: Plan, start: int, count: int, cos: Any, sin: Any, layout: str, threads: int | None) -> None:
     """Positions ``start .. start + count - 1``, on up to ``threads`` threads (``None``: the cores
-    available) but at least 2048 positions each, in slices on block boundaries. A block's values depend
-    only on the run's start and the block's index (see :func:`base_rows`), so the result does not
-    depend on the number of threads."""
-    if count <= _DIRECT:
-        _fill_direct(plan, np.arange(start, start + count, dtype=np.float64), cos, sin, layout)
-        return
-    blocks = -(-count // BLOCK)
+    available) but at least 2048 positions each, in slices on block boundaries. Each value is
+    :func:`span_products`', a function of its position alone, so the result depends neither on the
+    run's start nor on the number of threads."""
     # at most the threads asked for (None: the cores), and no thread gets fewer than 2048
     # positions: below that, waking a helper costs more than it saves
     threads = max(1, min(available_cores() if threads is None else threads, count // _ROWS_PER_THREAD))
     if threads == 1:
-        _fill_contiguous(plan, start, 0, count, cos, sin, layout)
+        _fill_span(plan, start, count, cos, sin, layout)
         return
     plan.offsets(work_dtype(cos.dtype))  # built once, before the threads
     plan.steps()
-    # the caller starts at once, a helper some 20 us later: the caller's slice takes a block more
+    # slices end on block boundaries; the caller starts at once, a helper some 20 us later: the
+    # caller's slice takes a block more
+    first = start // BLOCK
+    blocks = -(-(start + count) // BLOCK) - first
     per = max(1, (blocks - 1) // threads)
     sizes = [blocks - per * (threads - 1)] + [per] * (threads - 1)
     jobs = []
-    first = 0
+    low = start
     for size in sizes:
-        low, high = first * BLOCK, min(count, (first + size) * BLOCK)
-        jobs.append(functools.partial(_fill_contiguous, plan, start, first, high - low, cos[low:high],
-                                      sin[low:high], layout))
         first += size
+        high = min(start + count, first * BLOCK)
+        if high > low:
+            jobs.append(functools.partial(_fill_span, plan, low, high - low, cos[low - start : high - start],
+                                          sin[low - start : high - start], layout))
+        low = high
     run_all(jobs)
+
+
+def span_products(plan: Plan, low: int, count: int, products: npt.NDArray[Any]) -> None:
+    """``factor * exp(i p f)`` for positions ``p = low .. low + count - 1`` into ``products``
+    (``(count, pairs)``, the work dtype): block ``p // 256``'s base row (the one
+    :func:`position_products` and the decode-step path form) times offset row ``p % 256``, so every
+    value depends only on its position, whichever call, slice or thread forms it."""
+    head = min(count, -low % BLOCK)
+    if head:  # the rest of a block begun before low
+        block = low // BLOCK
+        base = base_rows(plan, 0, block, 1, products.dtype.type)[0]
+        np.multiply(base, plan.offsets(products.dtype.type)[low % BLOCK : low % BLOCK + head], out=products[:head])
+    if count > head:
+        run_products(plan, 0, (low + head) // BLOCK, count - head, products[head:])
 
 
 def base_rows(plan: Plan, start: int, first: int, blocks: int, work: Any) -> npt.NDArray[Any]:
@@ -222,13 +227,12 @@ def _store(values: npt.NDArray[Any], out: npt.NDArray[Any], layout: str) -> None
         out[...] = values
 
 
-def _fill_contiguous(plan: Plan, start: int, first: int, count: int, cos: Any, sin: Any, layout: str) -> None:
-    """``count`` positions of the run from ``start``, beginning at its block ``first``, into
-    ``cos`` and ``sin``.
+def _fill_span(plan: Plan, low: int, count: int, cos: Any, sin: Any, layout: str) -> None:
+    """Positions ``low .. low + count - 1`` into ``cos`` and ``sin``.
 
     ``exp(i (base + r) f) = exp(i base f) * exp(i r f)``: one complex multiply per element, a
-    block's base row (see :func:`base_rows`) times the plan's offset table, in chunks of about 128k
-    products (:func:`run_products`) written straight into the outputs in their layout.
+    block's base row times the plan's offset table, in chunks of about 128k products
+    (:func:`span_products`) written straight into the outputs in their layout.
     """
     work = work_dtype(cos.dtype)
     pairs = plan.freq.shape[0]
@@ -237,10 +241,10 @@ def _fill_contiguous(plan: Plan, start: int, first: int, count: int, cos: Any, s
     gptj32 = cos.dtype == np.float32 and layout == "gptj"
     scratch = take_scratch(work, (2 if gptj32 else 1) * chunk + 1)  # + 1 spare: see store_products
     temporary = scratch[chunk + 1 : 2 * chunk + 1].view(np.uint64) if gptj32 else None
-    for low in range(0, count, chunk_rows):
-        rows = min(chunk_rows, count - low)
-        run_products(plan, start, first + low // BLOCK, rows, scratch[: rows * pairs].reshape(rows, pairs))
-        store_chunk(scratch, rows, pairs, cos[low : low + rows], sin[low : low + rows], layout, temporary)
+    for done in range(0, count, chunk_rows):
+        rows = min(chunk_rows, count - done)
+        span_products(plan, low + done, rows, scratch[: rows * pairs].reshape(rows, pairs))
+        store_chunk(scratch, rows, pairs, cos[done : done + rows], sin[done : done + rows], layout, temporary)
     give_scratch(work, scratch)
 
 

@@ -209,6 +209,7 @@ def mrope_cos_sin(
     full = plans.get("full")
     if full is None:
         full = plans["full"] = Plan(inv_freq, attention_factor)
+        full.kept = None  # as a multimodal table's own plan: no kept rows (see RopeTable._plan)
     if rows is None:
         if mapping.identity:
             return cos_sin(full, 0.0, positions, dtype=dtype, layout=mapping.layout, out=out, threads=threads)

@@ -77,7 +77,7 @@ class Plan:
     :meth:`RopeTable.cos_sin <ropekit.RopeTable.cos_sin>` keeps one per table.
     """
 
-    __slots__ = ("_blocks", "_offsets", "_runs", "_steps", "factor", "freq", "limit")
+    __slots__ = ("_blocks", "_offsets", "_runs", "_steps", "factor", "freq", "kept", "limit")
 
     def __init__(self, inv_freq: npt.NDArray[np.float64], attention_factor: float) -> None:
         freq = np.ascontiguousarray(inv_freq, dtype=np.float64)
@@ -91,6 +91,7 @@ class Plan:
         self._steps: npt.NDArray[np.complex128] | None = None
         self._blocks: dict[tuple[Any, int], npt.NDArray[Any]] = {}
         self._runs: dict[tuple[Any, int, int], npt.NDArray[Any]] = {}
+        self.kept: dict[tuple[Any, str], Any] | None = {}  # finished rows per dtype and layout (tables.kept)
 
     def offsets(self, work: Any) -> npt.NDArray[Any]:
         """``exp(i * r * inv_freq)`` for ``r < 256``, shape ``(256, pairs)``: evaluated in float64,

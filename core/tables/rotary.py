@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import ArgumentError, ArgumentTypeError
 from .fill import fill_positions, fill_run
+from .kept import serve_kept
 from .plan import Plan, checked_out
 from .small import small_cos_sin
 
@@ -132,6 +133,7 @@ def cos_sin(
     is then ignored): repeated calls reuse its tables.
     """
     plan = inv_freq if type(inv_freq) is Plan else None
+    kept = plan is not None and plan.kept is not None  # a plan made for this call would not be asked again
     if plan is not None and (threads is None or (type(threads) is int and threads > 0)):
         # the decode-step path: at most 64 positions, no per-call work that does not depend on them
         small = small_cos_sin(plan, positions, _F32 if dtype is _F32_TYPE else out_dtype(dtype), layout, out)
@@ -159,6 +161,8 @@ def cos_sin(
     else:
         cos, sin = checked_out(out, (count, width), chosen_dtype)
     if count == 0 or pairs == 0:
+        return cos, sin
+    if kept and serve_kept(plan, where, count, chosen_dtype, layout, cos, sin, threads):
         return cos, sin
     if isinstance(where, tuple):
         fill_run(plan, where[0], count, cos, sin, layout, threads)

@@ -3,8 +3,8 @@
 An engine serves positions ``0 .. max_model_len - 1`` for the life of a model load and asks for a
 few of them on every decode step and a few thousand on every prefill chunk. :class:`RopeRows`
 holds the rows :meth:`RopeTable.cos_sin <ropekit.RopeTable.cos_sin>` gives for ``range(count)``
-(those values, bit for bit, in one dtype and layout; another call's own rounding of a position may
-differ from them in the last bit), so that a call costs what copying its rows
+(those values, bit for bit, in one dtype and layout: a value depends only on its position, so any
+other call gives the same bits), so that a call costs what copying its rows
 costs: a contiguous run is one slice copy, scattered positions one gather. This is what engines'
 own ``cos_sin_cache`` buffers are; the memory is ``2 * count * width * itemsize`` bytes (1 KiB per
 position for a 128-wide float32 head).

@@ -189,9 +189,12 @@ class RopeTable:
         :attr:`layout`. ``threads``: at most how many threads share a long run, none with fewer than
         2048 positions; the default, ``None``, allows as many as the cores the process may run on
         (as torch's CPU ops do); ``1`` stays on the calling thread. The result is bit-identical
-        either way. What depends only on
+        either way: each value depends only on its position. What depends only on
         the table (checked frequencies, offset tables) is computed once per table and reused, so
-        a one-position decode step costs tens of microseconds. For a seq-len-dependent scheme,
+        a one-position decode step costs tens of microseconds, and the table keeps the finished
+        rows of positions asked for again (a prefill chunk every request repeats), within
+        :func:`ropekit.set_row_budget`'s bound (32 MiB across every table by default; see
+        :mod:`ropekit.tables.kept`): such a call copies its rows. For a seq-len-dependent scheme,
         take :meth:`at` first.
 
         A multimodal table (:attr:`mrope_axes` > 1) also takes one row of positions per axis,
@@ -280,6 +283,8 @@ class RopeTable:
             from .plan import Plan
 
             plan = Plan(self.inv_freq, self.attention_factor)
+            if self.mrope_composition is not None:
+                plan.kept = None  # 3-axis positions compose their own rows; 1-D ones are computed alike
             self._cache["plan"] = plan  # a race builds it twice, harmlessly
         return plan
 
