@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
-from .contract.family import ModelFamily
 from .contract.hookspecs import hookimpl
 from .contract.scheme import Example, Frequencies, Geometry, Key, KeyKind, Params, Scheme, plain_inv_freq
 from .errors import (
@@ -42,6 +41,7 @@ from .loader import load
 from .tables.table import ModelRope, RopeTable, SeqLenRule
 
 if TYPE_CHECKING:  # imported on first use (see __getattr__); here for type checkers
+    from .contract.family import ModelFamily
     from .positions import position_ids
     from .tables.kept import row_budget, set_row_budget
     from .tables.rotary import apply_rotary
@@ -49,8 +49,8 @@ if TYPE_CHECKING:  # imported on first use (see __getattr__); here for type chec
 
 
 def __getattr__(name: str) -> Any:
-    """``apply_rotary``, ``position_ids``, ``RopeRows`` and the kept-row budget are imported on first use:
-    loading tables needs none of them."""
+    """``apply_rotary``, ``position_ids``, ``ModelFamily``, ``RopeRows`` and the kept-row budget are imported
+    on first use: loading a table needs none of them."""
     if name == "apply_rotary":
         from .tables.rotary import apply_rotary
 
@@ -59,6 +59,10 @@ def __getattr__(name: str) -> Any:
         from .positions import position_ids
 
         return position_ids
+    if name == "ModelFamily":
+        from .contract.family import ModelFamily
+
+        return ModelFamily
     if name == "RopeRows":
         from .tables.rows import RopeRows
 

@@ -16,7 +16,7 @@ import os
 import warnings
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -28,11 +28,13 @@ from .config.parse import RopeBlock, parse_config
 from .config.remote import ARCHITECTURES, internlm_rotary
 from .config.source import read_config
 from .config.validation import validate_params
-from .contract.family import ModelFamily
 from .errors import RopeConfigError, SchemeDeclarationError
 from .host.loaded import LoadedScheme
 from .host.registry import Registry, default_registry
 from .tables.table import ModelRope, RopeTable, SeqLenRule
+
+if TYPE_CHECKING:
+    from .contract.family import ModelFamily
 
 __all__ = ["build_table", "load", "plugin_family"]
 

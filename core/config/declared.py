@@ -9,12 +9,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..contract.family import ModelFamily
 from ..errors import RopeConfigError
 from .kinds import per_kind_config
 from .view import MAX_HEAD_DIM
+
+if TYPE_CHECKING:
+    from ..contract.family import ModelFamily
 
 __all__ = ["as_declared"]
 

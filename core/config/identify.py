@@ -15,13 +15,15 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from ..contract.family import ModelFamily
 from ..errors import NoRopeError, RopeConfigError, UnknownModelTypeError
 from .classes import ClassFacts, class_facts, transformers_version
 from .families import REMOTE_FAMILIES, Family
 from .remote import ARCHITECTURES
+
+if TYPE_CHECKING:
+    from ..contract.family import ModelFamily
 
 __all__ = ["Identity", "identify", "language_model"]
 
@@ -44,7 +46,7 @@ class Identity(NamedTuple):
     wrapper_keys: frozenset[str] = frozenset()
 
 
-FamilyLookup = Callable[[str], ModelFamily | None]
+FamilyLookup = Callable[[str], "ModelFamily | None"]
 """Finds a family declared by an installed plugin (entry-point group ``ropekit.families``), or ``None``."""
 
 

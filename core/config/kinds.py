@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..contract.family import ModelFamily
 from ..errors import RopeConfigError
 from .view import MAX_HEAD_DIM, MAX_THETA, positive_number
+
+if TYPE_CHECKING:
+    from ..contract.family import ModelFamily
 
 __all__ = ["per_kind_config"]
 

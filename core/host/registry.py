@@ -16,12 +16,11 @@ import importlib
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import pluggy
 
 from ..contract import hookspecs
-from ..contract.family import ModelFamily
 from ..contract.scheme import Scheme
 from ..errors import (
     DeclarationError,
@@ -35,6 +34,9 @@ from ..errors import (
 )
 from .discovery import ENTRY_POINT_GROUP, FAMILY_GROUP, PluginInfo, allowed_from_env, blocked_from_env, discover
 from .loaded import LoadedScheme
+
+if TYPE_CHECKING:
+    from ..contract.family import ModelFamily
 
 __all__ = ["IN_PROCESS", "FamilyRegistry", "Registry", "SchemeStatus", "default_registry"]
 
@@ -248,7 +250,7 @@ class _Host:
             raise PluginLoadError(
                 info.rope_type, info.distribution, f"{hook}() raised {type(error).__name__}: {error}", kind=kind
             ) from error
-        expected = self._declares
+        expected = self._declared()
         if not isinstance(declaration, expected):
             raise PluginLoadError(
                 info.rope_type,
@@ -258,7 +260,9 @@ class _Host:
             )
         return declaration
 
-    _declares: type = Scheme
+    def _declared(self) -> type:
+        """The class a plugin's hook must return."""
+        return Scheme
 
 
 class Registry(_Host):
@@ -368,7 +372,11 @@ class FamilyRegistry(_Host):
 
     _hook = "ropekit_family"
     _kind = "model_type"
-    _declares = ModelFamily
+    def _declared(self) -> type:
+        from ..contract.family import ModelFamily  # imported when a family plugin is: a cold table needs none
+
+        return ModelFamily
+
     _default_group = FAMILY_GROUP
 
     def family(self, model_type: str) -> ModelFamily | None:
@@ -406,8 +414,8 @@ class FamilyRegistry(_Host):
         return next(iter(found.values()), None)
 
     def _load(self, model_type: str, claims: tuple[PluginInfo, ...]) -> ModelFamily:
-        declared, info = self._declaration(model_type, claims)
-        assert isinstance(declared, ModelFamily)
+        found, info = self._declaration(model_type, claims)  # checked against _declared() there
+        declared = cast("ModelFamily", found)
         if declared.model_type != model_type:
             raise SchemeMismatchError(model_type, info.distribution, f"entry point {model_type!r} returned a family "
                                       f"declared for model_type {declared.model_type!r}; they must be equal",

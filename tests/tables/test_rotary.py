@@ -194,8 +194,10 @@ def test_apply_rotary_checks_its_shapes() -> None:
     cos, sin = cos_sin(np.array([1.0, 0.1]), 1.0, 3)
     q = np.ones((2, 3, 8))
     ropekit.apply_rotary(q, q, cos, sin)
-    for args, words in [((np.ones((2, 4, 8)), q, cos, sin), "q"), ((q, np.ones((3, 2)), cos, sin), "k"),
-                        ((q, q, cos, sin[:2]), "cos"), ((q.tolist(), q, cos, sin), "numpy array")]:
+    cases: list[tuple[tuple[Any, ...], str]] = [
+        ((np.ones((2, 4, 8)), q, cos, sin), "q"), ((q, np.ones((3, 2)), cos, sin), "k"),
+        ((q, q, cos, sin[:2]), "cos"), ((q.tolist(), q, cos, sin), "numpy array")]
+    for args, words in cases:
         with pytest.raises(ropekit.ArgumentError, match=words):
             ropekit.apply_rotary(*args)
 
