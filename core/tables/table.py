@@ -187,10 +187,10 @@ class RopeTable:
         ``layout``: ``neox`` (rotate-half) or ``gptj`` (interleaved), shape ``(N, rotary_dim)``, or
         ``half`` (one column per pair, ``(N, rotary_dim / 2)``); default: the table's own
         :attr:`layout`. ``threads``: at most how many threads share a long run, none with fewer than
-        2048 positions; the default, ``None``, allows as many as the cores the process may run on
-        (as torch's CPU ops do); ``1`` stays on the calling thread. The result is bit-identical
-        either way: each value depends only on its position. What depends only on
-        the table (checked frequencies, offset tables) is computed once per table and reused, so
+        2048 positions (8192 tokens of 3-axis positions); the default, ``None``, allows as many as
+        the cores the process may run on (as torch's CPU ops do); ``1`` stays on the calling thread.
+        The result is bit-identical either way: each value depends only on its position. What
+        depends only on the table (checked frequencies, offset tables) is computed once per table and reused, so
         a one-position decode step costs tens of microseconds, and the table keeps the finished
         rows of positions asked for again (a prefill chunk every request repeats), within
         :func:`ropekit.set_row_budget`'s bound (32 MiB across every table by default; see
