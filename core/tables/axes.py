@@ -243,7 +243,7 @@ def run_slots(full: Plan, slots: Slots, rows: npt.NDArray[np.int64], lows: Seque
     if same and slots.identity:  # every axis at the same positions (text tokens): whole offset rows
         products = offsets.take(rows[0] - lows[0], axis=0)
     else:
-        flat = (rows * pairs).take(axis, axis=0).T  # (tokens, slots): p * pairs of each slot's axis
+        flat = (rows.T * pairs).take(axis, axis=1)  # (tokens, slots), contiguous: p * pairs of each slot's axis
         flat += shift  # ... plus freq - low * pairs: into the flat offset table
         products = offsets.reshape(-1).take(flat)
     np.multiply(base, products, out=products)  # base first, as the text path

@@ -266,12 +266,12 @@ def _small_runs(mapping: MropeMap, positions: npt.NDArray[np.int64], dtype: npt.
     full, slots, layout = known
     listed = rows.tolist()
     first = listed[0]
-    same = all(row == first for row in listed)  # text tokens (every generated one): each axis at one position
+    same = listed.count(first) == len(listed)  # text tokens (every generated one): each axis at one position
     if same:
         low, high = min(first), max(first)
         lows, highs = [low] * len(listed), [high] * len(listed)
     else:
-        lows, highs = [min(row) for row in listed], [max(row) for row in listed]
+        lows, highs = list(map(min, listed)), list(map(max, listed))
     limit = full.limit
     chosen = _F32 if dtype is _F32_TYPE else out_dtype(dtype)
     # an axis at one position (an image's temporal axis, a row's height) is served directly from float64,
