@@ -135,17 +135,20 @@ def _place(mode: _Mode, low: int, high: int, row: npt.NDArray[Any], spare: npt.N
         relative = positions - mode.low
         first, last = int(relative.min()) // BLOCK, int(relative.max()) // BLOCK
         count = min(mode.run_length - first * BLOCK, (last - first + 1) * BLOCK)
-        if count * pairs <= spare.shape[0]:
-            products = spare[: count * pairs].reshape(count, pairs)
-        else:  # the chunk's positions are spread over more of the run than the scratch holds
-            products = np.empty((count, pairs), dtype=spare.dtype)
+        # the scratch, unless the chunk's positions are spread over more of the run than it holds
+        used = count * pairs if count * pairs <= spare.shape[0] else 0
+        products = spare[:used].reshape(count, pairs) if used else np.empty((count, pairs), dtype=spare.dtype)
         run_products(plan, mode.low, first, count, products)
-        where = relative - first * BLOCK
+        # each token's row of products, gathered whole (contiguous rows into a contiguous array: numpy's
+        # fast take; a take into the slots' strided columns copies its source and its output once more),
+        # then copied into the slots
+        if used + n * pairs <= spare.shape[0]:
+            gathered = spare[used : used + n * pairs].reshape(n, pairs)
+        else:
+            gathered = np.empty((n, pairs), dtype=spare.dtype)
+        np.take(products, relative - first * BLOCK, axis=0, out=gathered, mode="clip")
         for target, source in mode.part.segments:
-            if row.dtype == products.dtype:  # gathered straight into the slots
-                np.take(products[:, source], where, axis=0, out=row[:, target], mode="clip")
-            else:  # a widened row (float16 / bfloat16 output): np.take does not cast
-                row[:, target] = np.take(products[:, source], where, axis=0)
+            row[:, target] = gathered[:, source]
         return
     if mode.kind == "direct":
         products = direct_products(plan, positions, row.dtype.type)
