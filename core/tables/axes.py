@@ -228,15 +228,14 @@ def run_slots(full: Plan, slots: Slots, rows: npt.NDArray[np.int64], lows: Seque
     each slot's shift into the flat offset table, so a call at lows seen before forms no float64
     cos/sin (the bits are those of forming it afresh)."""
     axis = slots.axis
-    offsets = full.offsets(work)
-    pairs = offsets.shape[1]
     key = (work, *lows)
     kept = slots.bases
     found = None if kept is None else kept.get(key)
     if found is None:
         slot_low = np.asarray(lows, dtype=np.int64)[axis]
         base = (unit_circle(slot_low * slots.frequencies, full.factor, np.complex128) * slots.step0).astype(work)
-        found = (base, slots.freq - slot_low * pairs)  # row p - low of column freq: p * pairs + freq - low * pairs
+        # row p - low of column freq, in the offset table stored by pair: freq * 256 + p - low
+        found = (base, slots.freq * BLOCK - slot_low)
         if kept is not None:
             if len(kept) >= KEPT_BASES:
                 kept.clear()
@@ -244,10 +243,10 @@ def run_slots(full: Plan, slots: Slots, rows: npt.NDArray[np.int64], lows: Seque
     base, shift = found
     products: npt.NDArray[Any]
     if same and slots.identity:  # every axis at the same positions (text tokens): whole offset rows
-        products = offsets.take(rows[0] - lows[0], axis=0)
+        products = full.offsets(work).take(rows[0] - lows[0], axis=0)
     else:
-        flat = (rows.T * pairs).take(axis, axis=1)  # (tokens, slots), contiguous: p * pairs of each slot's axis
-        flat += shift  # ... plus freq - low * pairs: into the flat offset table
-        products = offsets.reshape(-1).take(flat)
+        flat = rows.T.take(axis, axis=1)  # (tokens, slots), contiguous: the position of each slot's axis
+        flat += shift  # ... into the offset table stored by pair (the same values, another order)
+        products = full.pair_offsets(work).reshape(-1).take(flat)
     np.multiply(base, products, out=products)  # base first, as the text path
     return products
