@@ -7,7 +7,8 @@ calls long enough for the timer, each after a 15 ms pause and one untimed call: 
 ``_batch``), and the printed ratio is the median of the per-round ratios, so a slow moment of this noisy
 machine weighs on both sides of a round alike. Rows:
 
-- cos/sin on a Llama-3.1-8B table (head_dim 128, llama3, float32, neox) against transformers' CPU
+- cos/sin on a Llama-3.1-8B table (the table keeps the rows of positions asked for again, as it does
+  for every caller: ``ropekit.tables.kept``; "computed" is the same call on a copy that keeps none) (head_dim 128, llama3, float32, neox) against transformers' CPU
   ``LlamaRotaryEmbedding`` forward at its faster torch thread setting (1 or 2 threads, chosen per size
   in this run): the decode step (1 and 16 positions, as a range, a list and an int64 array, and into
   ``out=`` buffers), 256, 4096 and 131072 positions; at 4096 also ``out=`` against ``np.copyto`` of the
@@ -17,7 +18,8 @@ machine weighs on both sides of a round alike. Rows:
   differ), against 1-D int64 positions of the same count on the same table (the ratio against a plain
   count is printed beside it);
 - the cold start: ``ropekit table CONFIG --json`` against ``python -c "import numpy"``, paired fresh
-  processes, Python writing and reusing bytecode as it does by default;
+  processes, Python writing and reusing bytecode as it does by default; with valgrind installed, also
+  the instructions each executes (callgrind), a reading this machine's noise does not reach;
 - ``ropekit.load`` on a warm process, configs per second over the bundled and test configs;
 - max |error| of every cos/sin row against float64 evaluation.
 
@@ -31,9 +33,12 @@ import argparse
 import functools
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -277,6 +282,25 @@ def cold_start(runs: int) -> None:
     print(f"\ncold start: ropekit table --json {statistics.median(ours) * 1e3:.1f} ms, import numpy "
           f"{statistics.median(theirs) * 1e3:.1f} ms ({runs} paired runs)")
     print(f"  -> {goal(f'cold ropekit table <= 1.4x import numpy ({ratio:.2f}x)', ratio <= 1.4)}")
+    counted = {name: _instructions(command) for name, command in (("table", table), ("numpy", numpy_import))}
+    if None in counted.values():
+        print("  (instructions: valgrind is not installed: skipped)")
+        return
+    assert counted["table"] is not None and counted["numpy"] is not None
+    print(f"  instructions (valgrind --tool=callgrind, one run each; the machine's noise does not reach them): "
+          f"{counted['table'] / 1e6:.1f} M against {counted['numpy'] / 1e6:.1f} M, "
+          f"{counted['table'] / counted['numpy']:.2f}x (not a goal: the goal is wall time)")
+
+
+def _instructions(command: list[str]) -> int | None:
+    """Instructions ``command`` executes, counted by callgrind, or ``None`` without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        result = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={folder}/out", *command],
+                                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV, text=True)
+    found = re.search(r"Collected : (\d+)", result.stderr)
+    return int(found.group(1)) if found else None
 
 
 def load_rate() -> None:
