@@ -10,9 +10,9 @@ machine weighs on both sides of a round alike. Rows:
 - cos/sin on a Llama-3.1-8B table (head_dim 128, llama3, float32, neox; the table keeps the rows of
   positions asked for again, as it does for every caller, ``ropekit.tables.kept``, and "computed" is
   the same call on a copy that keeps none) against transformers' CPU ``LlamaRotaryEmbedding`` forward
-  at its faster torch thread setting (1 or 2 threads, chosen per size in this run): the decode step (1 and 16 positions, as a range, a list and an int64 array, and into
-  ``out=`` buffers), 256, 4096 and 131072 positions; at 4096 also ``out=`` against ``np.copyto`` of the
-  same bytes into the same buffers;
+  at its faster torch thread setting (1 or 2 threads, chosen per size in this run): the decode step (1
+  and 16 positions, as a range, a list and an int64 array, and into ``out=`` buffers), 256, 4096 and
+  131072 positions; at 4096 also ``out=`` against ``np.copyto`` of the same bytes into the same buffers;
 - 3-axis (multimodal) positions, Qwen2.5-VL-7B and Qwen3-VL-8B, image-heavy ``(3, 1, N)`` positions
   (their first 64 tokens are text: every axis at one position) and, at 16, 16 image tokens (the axes
   differ), against 1-D int64 positions of the same count on the same table (the ratio against a plain
