@@ -73,6 +73,11 @@ def __getattr__(name: str) -> Any:
         return getattr(kept, name)
     raise AttributeError(f"module 'ropekit' has no attribute {name!r}")
 
+
+def __dir__() -> list[str]:
+    """The module's names, those imported on first use included."""
+    return sorted({*globals(), *__all__})
+
 __all__ = [
     "ArgumentError",
     "ArgumentTypeError",

@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
@@ -127,15 +128,19 @@ def _untranslated() -> Iterator[None]:
     the disk for a catalogue on every call (about 0.3 ms each, 2 ms of a cold ``ropekit table``
     with the ``locale`` import it brings); ropekit's help is English, so argparse's stays English
     too. The lookups in ``parse_args`` (its error messages) are untouched."""
-    translate = getattr(argparse, "_", None)
-    if not callable(translate):  # pragma: no cover - an argparse without the gettext alias
-        yield
-        return
-    argparse._ = str  # type: ignore[attr-defined]
-    try:
-        yield
-    finally:
-        argparse._ = translate  # type: ignore[attr-defined]
+    with _SWAP:  # one build at a time: overlapping builds would restore each other's stand-in
+        translate = getattr(argparse, "_", None)
+        if not callable(translate) or translate is str:  # an argparse without the alias, or a nested build
+            yield
+            return
+        argparse._ = str  # type: ignore[attr-defined]
+        try:
+            yield
+        finally:
+            argparse._ = translate  # type: ignore[attr-defined]
+
+
+_SWAP = threading.RLock()
 
 
 def _build(argv: Sequence[str] | None) -> argparse.ArgumentParser:

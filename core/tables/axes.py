@@ -2,17 +2,19 @@
 
 A row's columns follow different position axes, but each column's value is still one complex
 product ``factor * exp(i p f)``. Tokens are taken in chunks of :data:`CHUNK_TOKENS`; for each
-chunk, each axis's products are formed by the text path's own arithmetic (:mod:`ropekit.tables.fill`),
-gathered straight into one complex row of pairs per token, and that row is split once into the
-cache's layout, exactly as a text row is. Every product is computed in the work dtype and only
-copied afterwards, so the result does not depend on the chunking or the threads, and each column
-holds what the text path gives for its axis's position.
+chunk, each axis's products are formed from the text path's tables (:mod:`ropekit.tables.fill`),
+gathered into one complex row of pairs per token, and that row is split once into the cache's
+layout, exactly as a text row is. Every product is computed in the work dtype and only copied
+afterwards, so the result does not depend on the chunking or the threads.
 
 Which arithmetic an axis gets is decided once per call, from all of its positions: a *run* (its
-positions span less than ``2 * count + 4096``) is evaluated as the text path evaluates a contiguous
-run from the axis's lowest position (:func:`~ropekit.tables.fill.run_products`; a run of at most four
-positions directly, :func:`~ropekit.tables.fill.direct_products`); otherwise each position on its own
-(:func:`~ropekit.tables.fill.position_products`).
+positions span less than ``2 * count + 4096``) is a contiguous run from the axis's lowest position
+(:func:`~ropekit.tables.fill.run_products`: base rows rounded from that position; a run of at most
+four positions directly, :func:`~ropekit.tables.fill.direct_products`); otherwise each position on its
+own (:func:`~ropekit.tables.fill.position_products`, the text path's arithmetic). These are the bits
+3-axis positions have always had. The text path now rounds every position from its own block
+(a value depends only on its position), so 1-D positions on a 3-axis table and the same positions
+stacked on every axis agree within 2 float32 ulps, not always bit for bit.
 """
 
 from __future__ import annotations
@@ -154,8 +156,8 @@ def _place(mode: _Mode, low: int, high: int, row: npt.NDArray[Any], spare: npt.N
         products = direct_products(plan, positions, row.dtype.type)
     else:
         products = spare[: n * pairs].reshape(n, pairs)
-        gathered = spare[n * pairs : 3 * n * pairs].reshape(2, n, pairs)
-        position_products(plan, positions, products, gathered)
+        operands = spare[n * pairs : 3 * n * pairs].reshape(2, n, pairs)
+        position_products(plan, positions, products, operands)
     for target, source in mode.part.segments:
         row[:, target] = products[:, source]
 

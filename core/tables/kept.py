@@ -10,9 +10,12 @@ it again gives: whether a call was served from kept rows cannot be seen in its r
 
 The memory is bounded: at most :func:`row_budget` bytes across every table of the process (default
 32 MiB: 32,768 positions of a 128-wide float32 head), the rows of the table least recently served
-dropped first to make room; positions past the budget are computed on every call. A one-off call
-(a table taken :meth:`~ropekit.RopeTable.at` a new length for one forward) keeps nothing: rows are
-kept from the second call that needs them, and freed with their table.
+dropped first to make room, and rows that would take most of the budget from other tables' are not
+kept; positions past the budget are computed on every call. A one-off call (a table taken
+:meth:`~ropekit.RopeTable.at` a new length for one forward) keeps nothing: rows are kept from the
+second call that needs them, and freed with their table. A call grows the rows by at most a few
+times its own positions (doubling aside): a few positions far out are computed, not paid for with
+every row below them.
 """
 
 from __future__ import annotations
@@ -39,8 +42,13 @@ DEFAULT_ROW_BUDGET = 32 << 20
 """Bytes of finished rows the process keeps, across every table, unless :func:`set_row_budget` says
 otherwise: 32,768 positions of a 128-wide float32 head, in one table or shared among several."""
 
+_SPAN = 4
+"""A call grows the rows by at most this many times its own positions (doubling aside): a few scattered
+positions far out (a decode batch) are computed, not paid for with every row below them."""
+
 _budget = [DEFAULT_ROW_BUDGET]
 _grow = threading.Lock()  # growth is rare: one lock for every plan, never waited for
+_trim = [False]  # a smaller budget set while rows were growing: trimmed when the growth ends
 _held: OrderedDict[int, weakref.ref[_Kept]] = OrderedDict()  # every table's kept rows, least recently used first
 
 
@@ -56,8 +64,13 @@ def set_row_budget(nbytes: int) -> int:
     if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
         raise ArgumentError("nbytes", f"expected a number of bytes (0 or more), got {nbytes!r}")
     previous, _budget[0] = _budget[0], int(nbytes)
-    with _grow:
-        _make_room(0, None)
+    if _grow.acquire(blocking=False):
+        try:
+            _make_room(0, None)
+        finally:
+            _grow.release()
+    else:  # rows are growing (on another thread, or on this one, interrupted): trimmed when that ends
+        _trim[0] = True
     return previous
 
 
@@ -68,13 +81,13 @@ def kept_bytes() -> int:
 
 class _Kept:
     """The rows of positions ``0 .. count - 1`` (read-only, ``rows``: one tuple, replaced whole),
-    and the highest end a call missed."""
+    and whether a call has needed rows they did not hold."""
 
     __slots__ = ("__weakref__", "missed", "rows")
 
     def __init__(self) -> None:
         self.rows: tuple[int, npt.NDArray[Any] | None, npt.NDArray[Any] | None] = (0, None, None)
-        self.missed = 0
+        self.missed = False
 
     @property
     def nbytes(self) -> int:
@@ -97,12 +110,12 @@ def serve_kept(plan: Plan, where: tuple[int, int] | npt.NDArray[np.int64], count
     if end > held:
         width = cos.shape[1]
         most = _budget[0] // (2 * width * dtype.itemsize) // BLOCK * BLOCK
-        if end > most:
+        if end > most or end - held > _SPAN * count:  # past the budget, or many more rows than the call's
             return False
         if not kept.missed:
-            kept.missed = end  # the first call to need these rows computes its own
+            kept.missed = True  # the first call to need rows they do not hold computes its own
             return False
-        wanted = min(most, max(2 * held, -(-max(end, kept.missed) // BLOCK) * BLOCK))
+        wanted = min(most, max(2 * held, -(-end // BLOCK) * BLOCK))
         if not _extend(plan, kept, wanted, dtype, layout, width, threads):
             return False
         held, rows_cos, rows_sin = kept.rows
@@ -124,18 +137,27 @@ def serve_kept(plan: Plan, where: tuple[int, int] | npt.NDArray[np.int64], count
 def _extend(plan: Plan, kept: _Kept, count: int, dtype: np.dtype[Any], layout: str, width: int,
             threads: int | None) -> bool:
     """Rows ``0 .. count - 1``: the kept ones copied, the rest computed, published together, other
-    tables' rows dropped (least recently used first) to stay within the budget. ``False`` when
-    another call is growing rows right now (another thread, or the call this one interrupts: a
-    signal handler, a ``__del__``): this call computes its own rows instead of waiting."""
+    tables' rows dropped (least recently used first) to stay within the budget. ``False`` (the
+    caller computes its own rows) when another call is growing rows right now (another thread, or
+    the call this one interrupts: a signal handler, a ``__del__``), when the budget has shrunk below
+    the rows, or when they would take most of the budget from rows other tables hold (two such
+    tables would drop each other's rows on every call)."""
     from .fill import fill_run
 
     if not _grow.acquire(blocking=False):
         return False
     try:
+        if _trim[0]:
+            _trim[0] = False
+            _make_room(0, None)
         have, old_cos, old_sin = kept.rows
         if count <= have:  # another thread grew them meanwhile
             return True
-        _make_room(2 * count * width * dtype.itemsize - kept.nbytes, kept)
+        nbytes = 2 * count * width * dtype.itemsize
+        others = kept_bytes() - kept.nbytes
+        if nbytes > _budget[0] or (others + nbytes > _budget[0] and 2 * nbytes > _budget[0]):
+            return False
+        _make_room(nbytes - kept.nbytes, kept)
         both = np.empty((2, count, width), dtype=dtype)
         if have:
             assert old_cos is not None and old_sin is not None
@@ -148,6 +170,9 @@ def _extend(plan: Plan, kept: _Kept, count: int, dtype: np.dtype[Any], layout: s
         _held.move_to_end(id(kept))
         return True
     finally:
+        if _trim[0]:  # the budget shrank while these rows grew
+            _trim[0] = False
+            _make_room(0, None)
         _grow.release()
 
 
@@ -170,4 +195,5 @@ def _make_room(more: int, keep: _Kept | None) -> None:
             continue
         total -= kept.nbytes
         kept.rows = (0, None, None)
+        kept.missed = False  # kept again only once two calls need them again
         _held.pop(id(kept), None)

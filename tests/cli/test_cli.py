@@ -166,3 +166,21 @@ def test_audit_a_multimodal_models_cache_dump(capsys: pytest.CaptureFixture[str]
     code, out, _ = run(capsys, "audit", str(QWEN25_VL), "--served", str(tmp_path / "cos.npy"), "--sin",
                        str(tmp_path / "sin.npy"), "--json")
     assert (code, json.loads(out)["verdict"]) == (1, "mismatch")
+
+
+def test_building_parsers_at_once_leaves_argparse_translating() -> None:
+    """The parser is built with argparse's own strings untranslated (no catalogue search on disk);
+    builds on several threads at once leave argparse as it was."""
+    import argparse
+    import threading
+
+    from ropekit.cli.parser import build_parser
+
+    before = argparse._  # type: ignore[attr-defined]
+    threads = [threading.Thread(target=lambda: [build_parser(["table", "x"]) for _ in range(100)]) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert argparse._ is before  # type: ignore[attr-defined]
+    assert build_parser(["table", "x"]).parse_args(["table", "x"]).config == "x"

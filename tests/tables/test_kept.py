@@ -59,7 +59,7 @@ def test_rows_are_kept_from_the_second_call_that_needs_them(budget: None) -> Non
     table = _fresh()
     table.cos_sin(range(1000, 1500))
     assert set(_kept_counts(table).values()) <= {0}  # a one-off call keeps nothing
-    table.cos_sin(range(200, 700))
+    table.cos_sin(range(200, 1500))
     (count,) = _kept_counts(table).values()
     assert count >= 1500 and count % 256 == 0  # the highest position either call needed
     out = (np.zeros((500, 128), np.float32), np.zeros((500, 128), np.float32))
@@ -165,3 +165,55 @@ def test_the_budget_is_shared_by_every_table_least_recently_served_dropped_first
     ropekit.set_row_budget(3 << 19)  # forgets freed tables' rows
     assert kept_bytes() == 0
     ropekit.set_row_budget(0)
+
+
+def test_a_few_positions_far_out_keep_no_rows_below_them(budget: None) -> None:
+    """A decode batch past the rows held is computed: keeping would compute every row below it."""
+    from ropekit.tables.kept import kept_bytes
+
+    main = _fresh()
+    for _ in range(2):
+        main.cos_sin(4096)
+    before = kept_bytes()
+    step = _fresh()
+    far = np.arange(29_900, 30_000)
+    for _ in range(3):
+        got = step.cos_sin(far)
+    assert kept_bytes() == before and set(_kept_counts(step).values()) <= {0}
+    assert max(_kept_counts(main).values()) >= 4096
+    assert np.array_equal(got[0], _computed(_fresh(), far)[0])
+
+
+def test_rows_taking_most_of_the_budget_do_not_drop_another_tables(budget: None) -> None:
+    """Two tables that each need more than half the budget would drop each other's rows on every call."""
+    ropekit.set_row_budget(3 << 20)
+    first, second = _fresh(), _fresh()
+    for _ in range(2):
+        first.cos_sin(2048)  # 2 MiB
+    for _ in range(3):
+        got = second.cos_sin(2048)
+    assert max(_kept_counts(first).values()) == 2048 and set(_kept_counts(second).values()) <= {0}
+    assert np.array_equal(got[1], _computed(_fresh(), 2048)[1])
+
+
+def test_a_smaller_budget_set_while_rows_grow_is_honoured_without_waiting(
+        budget: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``set_row_budget`` from inside a growth (a signal handler, a ``__del__``, another thread) neither
+    waits for the growth nor leaves rows past the new budget."""
+    from ropekit.tables import fill
+    from ropekit.tables.kept import kept_bytes
+
+    real = fill.fill_run
+    calls: list[int] = []
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        calls.append(ropekit.set_row_budget(1 << 20))
+        real(*args, **kwargs)
+
+    table = _fresh()
+    table.cos_sin(range(4000))
+    monkeypatch.setattr(fill, "fill_run", interrupted)
+    got = table.cos_sin(range(4000))
+    monkeypatch.setattr(fill, "fill_run", real)
+    assert calls and kept_bytes() <= 1 << 20
+    assert np.array_equal(got[0], _computed(_fresh(), range(4000))[0])
