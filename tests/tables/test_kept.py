@@ -16,7 +16,10 @@ from .test_rotary import LLAMA31_8B, exact
 
 @pytest.fixture
 def budget() -> Iterator[None]:
-    previous = ropekit.row_budget()
+    """The default budget, with no rows kept by earlier tests' tables (the budget is the process's),
+    restored afterwards."""
+    previous = ropekit.set_row_budget(0)  # drops every kept row
+    ropekit.set_row_budget(previous)
     yield
     ropekit.set_row_budget(previous)
 
