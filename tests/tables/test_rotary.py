@@ -4,6 +4,7 @@ exactness at large ones, both layouts, partial rotary and the attention factor."
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import numpy as np
@@ -14,6 +15,15 @@ from ropekit.tables.plan import MAX_ANGLE, Plan, max_position
 from ropekit.tables.rotary import cos_sin
 
 from ..support import GOLDEN_FILE
+
+
+@pytest.fixture(autouse=True)
+def _computed_every_time() -> Iterator[None]:
+    """These tests are about how rows are computed: no call here is served from kept rows
+    (``ropekit.tables.kept``, tested in ``test_kept.py``)."""
+    previous = ropekit.set_row_budget(0)
+    yield
+    ropekit.set_row_budget(previous)
 
 GOLDEN = json.loads(GOLDEN_FILE.read_text())["rotary"]
 LLAMA31_8B: dict[str, Any] = {
