@@ -121,7 +121,10 @@ def _check_depth(config: Mapping[str, Any], origin: str) -> None:
         value, depth = stack.pop()
         if depth > MAX_DEPTH:
             raise ConfigSourceError("", f"{origin}: nested deeper than any config (limit {MAX_DEPTH} levels)")
-        for child in value.values() if isinstance(value, Mapping) else value:
+        children = value.values() if type(value) is dict or isinstance(value, Mapping) else value
+        if _SCALARS.issuperset(map(type, children)):  # one C-level pass: most objects hold only scalars
+            continue
+        for child in children:
             kind = type(child)  # the JSON scalars first: an ABC check per number costs a load its speed
             if kind not in _SCALARS and (kind is dict or kind is list or isinstance(child, (Mapping, list, tuple))):
                 stack.append((child, depth + 1))
