@@ -67,17 +67,39 @@ class ConfigView(Mapping[str, Any]):
                 if layer.get(name) == self._model_type:
                     return prefix + name, self._model_type
             return "model_type", self._model_type
-        candidates = (name, *ALIASES.get(name, ()))
-        for candidate in candidates:
+        aliases = ALIASES.get(name)
+        if aliases is None:  # most keys have no older name: no candidate tuple to build
             for prefix, layer in self._layers:
-                if layer.get(candidate) is not None:
-                    return prefix + candidate, layer[candidate]
+                value = layer.get(name)
+                if value is not None:
+                    return prefix + name, value
+            candidates: tuple[str, ...] = (name,)
+        else:
+            candidates = (name, *aliases)
+            for candidate in candidates:
+                for prefix, layer in self._layers:
+                    value = layer.get(candidate)
+                    if value is not None:
+                        return prefix + candidate, value
         if name in _BLOCKS and any(layer.get(other) is not None for other in _BLOCKS for _, layer in self._layers):
             return None  # a class's default rope block stands only where a config states neither block
         for candidate in candidates:
             if self._defaults.get(candidate) is not None:
                 return self._layers[0][0] + candidate, self._defaults[candidate]
         return None
+
+    def with_defaults(self, defaults: Mapping[str, Any]) -> ConfigView:
+        """The same config over other class ``defaults`` (same ``model_type`` and wrapper keys); the
+        keys already looked up keep their result unless a default they read changed."""
+        view = ConfigView.__new__(ConfigView)
+        view._layers = self._layers
+        view._model_type = self._model_type
+        view._defaults = {**defaults, "model_type": self._model_type}
+        changed = {name for name in view._defaults.keys() | self._defaults.keys()
+                   if view._defaults.get(name) is not self._defaults.get(name)}
+        view._found = {name: found for name, found in self._found.items()
+                       if name not in changed and changed.isdisjoint(ALIASES.get(name, ()))}
+        return view
 
     def defaulted(self, name: str) -> bool:
         """Whether ``name``'s value is its class default (the config does not state it)."""
