@@ -128,8 +128,14 @@ def _walk(layer: Mapping[str, Any], prefix: str, *, reading: bool) -> Iterator[L
             continue
         if reading and not prefix and name == "text_config":
             yield from _walk(value, "text_config.", reading=True)
-        elif not any(word in canonical(str(name)) for word in _SKIPPED_SUBCONFIG_WORDS):
+        elif not _skipped_subconfig(str(name)):
             yield from _walk(value, f"{path}.", reading=False)
+
+
+@functools.lru_cache(maxsize=4096)
+def _skipped_subconfig(name: str) -> bool:
+    """Whether an object under key ``name`` is a modality or quantisation sub-config (not screened)."""
+    return any(word in canonical(name) for word in _SKIPPED_SUBCONFIG_WORDS)
 
 
 def _unread_here(name: object, prefix: str) -> tuple[bool, str] | None:
