@@ -12,10 +12,11 @@ in which the class lets them win, and names every key the class ignores.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .classes import ClassFacts, facts_for, rope_keys
+from .classes import ClassFacts, class_facts, facts_for, rope_keys
 
 __all__ = ["FIELD_OF", "KeyReading", "key_reading"]
 
@@ -43,7 +44,7 @@ class KeyReading(NamedTuple):
         """The top-level keys the class reads into ``field`` for ``layer_type``, the winner first."""
         per_type = self.table.get(field, {})
         found = per_type.get(layer_type, per_type.get("", ()))
-        extra = tuple(key for key in sorted(self.reads) if FIELD_OF.get(key) == field and key not in found)
+        extra = tuple(key for key in _read_for(self.reads, field) if key not in found)
         return (*found, *extra)
 
     def read(self, key: str) -> bool:
@@ -54,8 +55,19 @@ class KeyReading(NamedTuple):
 
     def ignored(self, view: Mapping[str, Any]) -> list[str]:
         """The rope keys ``view`` states that this class neither converts nor reads."""
-        candidates = sorted(rope_keys() | set(FIELD_OF) | {"rope_scaling", "rope_parameters"})
-        return [key for key in candidates if _stated(view, key) and not self.read(key)]
+        return [key for key in _candidates() if _stated(view, key) and not self.read(key)]
+
+
+@functools.lru_cache(maxsize=1)
+def _candidates() -> tuple[str, ...]:
+    """Every rope key a class may convert or read, sorted (static: the pinned facts and :data:`FIELD_OF`)."""
+    return tuple(sorted(rope_keys() | set(FIELD_OF) | {"rope_scaling", "rope_parameters"}))
+
+
+@functools.lru_cache(maxsize=256)
+def _read_for(reads: frozenset[str], field: str) -> tuple[str, ...]:
+    """The keys of ``reads`` that state ``field``, sorted (static per class)."""
+    return tuple(key for key in sorted(reads) if FIELD_OF.get(key) == field)
 
 
 def _stated(view: Mapping[str, Any], key: str) -> bool:
@@ -78,12 +90,20 @@ def key_reading(view: Mapping[str, Any]) -> KeyReading | None:
     if facts is None or facts.kind != "rope":
         return None
     block_stated = _stated(view, "rope_parameters") or _stated(view, "rope_scaling")
+    return _reading(str(view.get("model_type")), block_stated)
+
+
+@functools.lru_cache(maxsize=1024)
+def _reading(model_type: str, block_stated: bool) -> KeyReading | None:
+    """:func:`key_reading` for a class and whether its config states a rope block (static per class)."""
+    facts = class_facts(model_type)
+    assert facts is not None
     table = _table(facts, block_stated)
     if table is None:
         if facts.reads & {"rope_parameters", "rope_scaling"}:
             return None
-        return KeyReading(str(view.get("model_type")), {}, facts.reads, block_read=False)
-    return KeyReading(str(view.get("model_type")), table, facts.reads, block_read=True)
+        return KeyReading(model_type, {}, facts.reads, block_read=False)
+    return KeyReading(model_type, table, facts.reads, block_read=True)
 
 
 def _table(facts: ClassFacts, block_stated: bool) -> Mapping[str, Mapping[str, tuple[str, ...]]] | None:
