@@ -128,6 +128,10 @@ class Key:
             raise RopeConfigError(path, f"must be finite, got an integer of {len(str(value))} digits") from None
         if not math.isfinite(number):
             raise RopeConfigError(path, f"must be finite, got {value!r}")
+        gt, ge, lt, le = self.gt, self.ge, self.lt, self.le
+        if (gt is None or number > gt) and (ge is None or number >= ge) and (lt is None or number < lt) and (
+                le is None or number <= le):  # in range: no table of bounds to build for the message
+            return number
         for op, bound, ok in (
             (">", self.gt, self.gt is None or number > self.gt),
             (">=", self.ge, self.ge is None or number >= self.ge),
