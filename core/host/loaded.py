@@ -112,12 +112,12 @@ class LoadedScheme:
         expected = self.scheme.table_length(geometry)
         if inv_freq.shape != (expected,):
             self._fail(InvalidTableError, f"inv_freq has shape {inv_freq.shape}, expected ({expected},) for {geometry}")
-        if not np.all(np.isfinite(inv_freq)):
+        if not np.isfinite(inv_freq).all():  # the array methods: np.all/np.any's dispatch costs more than the check
             bad = np.flatnonzero(~np.isfinite(inv_freq)).tolist()
             self._fail(InvalidTableError, f"inv_freq has non-finite values at pairs {bad}")
         covers = self.scheme.covers_head
         bad_mask = inv_freq < 0 if covers else inv_freq <= 0
-        if np.any(bad_mask):
+        if bad_mask.any():
             self._fail(InvalidTableError, f"inv_freq has {'negative' if covers else 'non-positive'} values at pairs "
                        f"{np.flatnonzero(bad_mask).tolist()}")
         factor = result.attention_factor
