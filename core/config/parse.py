@@ -205,7 +205,7 @@ def parse_config(
         raw_blocks = {flat_type: (source_path, source)}
     plan = plan_layers(view, family, per_type=nested or len(raw_blocks) > 1, block_types=tuple(raw_blocks))
     if plan.layer_types and view.get("layer_types") is None:  # the class's own plan: what per-layer widths index
-        view = view.with_defaults({**identity.defaults, "layer_types": list(plan.layer_types)})  # lookups kept
+        view = view.with_default("layer_types", list(plan.layer_types))  # the lookups made so far kept
     model_type = view.get("model_type")
     if (not nested and len(raw_blocks) == 1 and "sliding_attention" in plan.layer_types
             and isinstance(model_type, str) and model_type in CLASS_LOCAL_THETA):

@@ -88,17 +88,15 @@ class ConfigView(Mapping[str, Any]):
                 return self._layers[0][0] + candidate, self._defaults[candidate]
         return None
 
-    def with_defaults(self, defaults: Mapping[str, Any]) -> ConfigView:
-        """The same config over other class ``defaults`` (same ``model_type`` and wrapper keys); the
-        keys already looked up keep their result unless a default they read changed."""
+    def with_default(self, name: str, value: Any) -> ConfigView:
+        """The same config with ``value`` as the class default of ``name``; the keys already looked
+        up keep their result unless they read that default (``name`` itself, or an alias of it)."""
         view = ConfigView.__new__(ConfigView)
         view._layers = self._layers
         view._model_type = self._model_type
-        view._defaults = {**defaults, "model_type": self._model_type}
-        changed = {name for name in view._defaults.keys() | self._defaults.keys()
-                   if view._defaults.get(name) is not self._defaults.get(name)}
-        view._found = {name: found for name, found in self._found.items()
-                       if name not in changed and changed.isdisjoint(ALIASES.get(name, ()))}
+        view._defaults = {**self._defaults, name: value, "model_type": self._model_type}
+        view._found = {key: found for key, found in self._found.items()
+                       if key != name and name not in ALIASES.get(key, ())}
         return view
 
     def defaulted(self, name: str) -> bool:
