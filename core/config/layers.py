@@ -9,6 +9,7 @@ the layer *uses* RoPE) or its ``no_rope_layer_interval``.
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from collections.abc import Mapping, Sequence
@@ -258,7 +259,7 @@ def _no_rope_from_layer_configs(view: ConfigView, family: Family, layers: int | 
         raise RopeConfigError(path, f"lists {len(entries)} layers, but the model has {layers}; they must agree")
     found = []
     for index, entry in enumerate(entries):
-        if not isinstance(entry, Mapping):
+        if type(entry) is not dict and not isinstance(entry, Mapping):  # a JSON object skips the ABC check
             raise RopeConfigError(f"{path}[{index}]", f"expected an object, got {type(entry).__name__}")
         where = f"{path}[{index}]"
         if any(_dotted(entry, dotted, value, where) == value for dotted, value in family.no_rope_if.items()):
@@ -270,9 +271,9 @@ def _dotted(entry: Mapping[str, Any], dotted: str, like: Any, where: str) -> Any
     """The value at ``dotted`` in ``entry`` (``None``: absent), of ``like``'s type, else refused naming its path:
     a ``"true"`` string or a null attention object is not what the family's code reads."""
     value: Any = entry
-    parts = dotted.split(".")
+    parts = _parts(dotted)
     for depth, part in enumerate(parts):
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):  # a JSON object skips the ABC check
             raise RopeConfigError(f"{where}.{'.'.join(parts[:depth])}", f"expected an object, got {value!r}")
         if part not in value:
             return None
@@ -280,3 +281,9 @@ def _dotted(entry: Mapping[str, Any], dotted: str, like: Any, where: str) -> Any
     if type(value) is not type(like):
         raise RopeConfigError(f"{where}.{dotted}", f"expected {type(like).__name__}, got {value!r}")
     return value
+
+
+@functools.lru_cache(maxsize=256)
+def _parts(dotted: str) -> tuple[str, ...]:
+    """``dotted`` split at its dots (a family's static ``no_rope_if`` key, split once, not once per layer)."""
+    return tuple(dotted.split("."))
