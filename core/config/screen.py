@@ -116,11 +116,10 @@ def _walk(layer: Mapping[str, Any], prefix: str, *, reading: bool) -> Iterator[L
     object below it that is not a modality or quantisation sub-config. A flagged key's object is
     not descended into: its own key is the problem."""
     for name, value in layer.items():
-        path = f"{prefix}{name}"
         found = _problem(name) if reading else _unread_here(name, prefix)
         if found is not None:
             always, problem = found
-            yield Lookalike(path, str(name), value, _means(name), always, problem)
+            yield Lookalike(f"{prefix}{name}", str(name), value, _means(name), always, problem)
             continue
         kind = type(value)  # the JSON scalars first: an ABC check per value costs a load its speed
         if kind in _SCALARS or not (kind is dict or isinstance(value, Mapping)) or (
@@ -129,7 +128,7 @@ def _walk(layer: Mapping[str, Any], prefix: str, *, reading: bool) -> Iterator[L
         if reading and not prefix and name == "text_config":
             yield from _walk(value, "text_config.", reading=True)
         elif not _skipped_subconfig(str(name)):
-            yield from _walk(value, f"{path}.", reading=False)
+            yield from _walk(value, f"{prefix}{name}.", reading=False)
 
 
 @functools.lru_cache(maxsize=4096)
