@@ -87,6 +87,7 @@ class _Host:
         self._lock = threading.RLock()
         self._discovered: dict[str, tuple[PluginInfo, ...]] | None = None
         self._local: dict[str, tuple[object, PluginInfo]] = {}
+        self._claims: Mapping[str, tuple[PluginInfo, ...]] | None = None  # merged once; register() resets it
         self._loaded: dict[str, Any] = {}
         self._failures: dict[str, PluginError] = {}
         self._manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
@@ -103,12 +104,15 @@ class _Host:
         """Every name (rope_type, or a family's model_type) with the plugins claiming it (two or
         more: a conflict), blocked ones included."""
         with self._lock:
+            if self._claims is not None:  # every load asks (a model_type's family): merge and sort only after a change
+                return self._claims
             if self._discovered is None:
                 self._discovered = discover(self._group)
             merged = dict(self._discovered)
             for name, (_, info) in self._local.items():
                 merged[name] = (*merged.get(name, ()), info)
-            return MappingProxyType(dict(sorted(merged.items())))
+            self._claims = MappingProxyType(dict(sorted(merged.items())))
+            return self._claims
 
     def names(self) -> tuple[str, ...]:
         """Every registered name (rope_types with their aliases, or families' model_types), sorted."""
@@ -153,6 +157,7 @@ class _Host:
             if previous is not None:
                 self._manager.unregister(previous)
             self._local[name] = (plugin, PluginInfo(name, repr(plugin), distribution, version))
+            self._claims = None
             self._loaded.pop(name, None)
             self._failures.pop(name, None)
 
