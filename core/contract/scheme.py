@@ -116,8 +116,32 @@ class Key:
             raise RopeConfigError(
                 path, f"must have one entry per rotary pair ({pairs} = rotary_dim / 2), got {len(value)}"
             )
+        if self.kind == "float_list":
+            numbers = self._plain_numbers(value)
+            if numbers is not None:
+                return numbers
         element = self._integer if self.kind == "int_list" else self._number
         return tuple(element(item, f"{path}[{index}]") for index, item in enumerate(value))
+
+    def _plain_numbers(self, values: list[Any] | tuple[Any, ...]) -> tuple[float, ...] | None:
+        """``values`` as :meth:`_number` returns each, when every one is a finite ``int`` or ``float`` in
+        range; ``None`` otherwise, and each element is then checked on its own, naming its path."""
+        if not _PLAIN_NUMBERS.issuperset(map(type, values)):
+            return None
+        try:
+            numbers = tuple(map(float, values))
+        except OverflowError:
+            return None
+        if not numbers:
+            return numbers
+        if not all(map(math.isfinite, numbers)):
+            return None
+        low, high = min(numbers), max(numbers)  # finite floats are ordered: the extremes bound every element
+        gt, ge, lt, le = self.gt, self.ge, self.lt, self.le
+        if (gt is None or low > gt) and (ge is None or low >= ge) and (lt is None or high < lt) and (
+                le is None or high <= le):
+            return numbers
+        return None
 
     def _number(self, value: object, path: str) -> float:
         if not _is_number(value):
@@ -182,6 +206,10 @@ class Key:
             "per_pair": self.per_pair,
             "doc": self.doc,
         }
+
+
+_PLAIN_NUMBERS = frozenset((int, float))
+"""The exact types of JSON numbers (``bool`` and subclasses excluded: they take the checked path)."""
 
 
 def _is_number(value: object) -> bool:
