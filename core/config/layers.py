@@ -39,14 +39,15 @@ def plan_layers(view: ConfigView, family: Family, *, per_type: bool, block_types
     declared = view.get("layer_types")
     types = _declared(view, declared, layers) if declared is not None else _derived(view, family, layers, per_type)
     known = ATTENTION_LAYER_TYPES | NO_ROPE_LAYER_TYPES | set(block_types)
-    for index, name in enumerate(types):
-        if name not in known:
-            where = view.path("layer_types") if declared is not None else view.path("num_hidden_layers")
-            raise RopeConfigError(
-                f"{where}[{index}]" if declared is not None else where,
-                f"unknown layer type {name!r}; ropekit knows {', '.join(sorted(known))} (a layer type it cannot place "
-                "is refused rather than guessed)",
-            )
+    if not known.issuperset(types):  # one C-level pass; only a refusal walks the layers to name the first
+        for index, name in enumerate(types):
+            if name not in known:
+                where = view.path("layer_types") if declared is not None else view.path("num_hidden_layers")
+                raise RopeConfigError(
+                    f"{where}[{index}]" if declared is not None else where,
+                    f"unknown layer type {name!r}; ropekit knows {', '.join(sorted(known))} (a layer type it cannot "
+                    "place is refused rather than guessed)",
+                )
     return LayerPlan(types, _no_rope_layers(view, family, len(types) or layers))
 
 
