@@ -215,7 +215,7 @@ def parse_config(
             "unlike its full layers; state rope_parameters per layer type (full_attention, sliding_attention)",
         )
     no_rope_types = {name for name, (_, value) in raw_blocks.items() if value is None}
-    no_rope_types |= {name for name in plan.layer_types if name in NO_ROPE_LAYER_TYPES}
+    no_rope_types |= NO_ROPE_LAYER_TYPES.intersection(plan.layer_types)
     no_rope_types |= family_no_rope
     blocks = tuple(
         _block(view, family, name, path, value)
@@ -223,9 +223,9 @@ def parse_config(
         if name not in no_rope_types
     )
     if not nested and blocks and plan.layer_types:
-        attention = [name for name in plan.layer_types if name not in no_rope_types]
-        if attention and blocks[0].layer_type not in attention and len(set(attention)) == 1:
-            blocks = (blocks[0]._replace(layer_type=attention[0]),)  # name the one table as its layers do
+        attention = set(plan.layer_types) - no_rope_types  # the distinct types: one pass in C, not one per layer
+        if len(attention) == 1 and blocks[0].layer_type not in attention:
+            blocks = (blocks[0]._replace(layer_type=next(iter(attention))),)  # name the one table as its layers do
     if nested:
         _check_nested_types(plan.layer_types, raw_blocks, no_rope_types, source_path)
     if family.rope_types is not None or family.refused_types or family.schemes:
