@@ -258,29 +258,31 @@ def _no_rope_from_layer_configs(view: ConfigView, family: Family, layers: int | 
                               f"it ({family.code or 'its modeling code'}), so ropekit cannot tell which layers rotate")
     if layers is not None and len(entries) != layers:
         raise RopeConfigError(path, f"lists {len(entries)} layers, but the model has {layers}; they must agree")
+    rules = tuple(family.no_rope_if.items())
     found = []
     for index, entry in enumerate(entries):
         if type(entry) is not dict and not isinstance(entry, Mapping):  # a JSON object skips the ABC check
             raise RopeConfigError(f"{path}[{index}]", f"expected an object, got {type(entry).__name__}")
-        where = f"{path}[{index}]"
-        if any(_dotted(entry, dotted, value, where) == value for dotted, value in family.no_rope_if.items()):
-            found.append(index)
+        for dotted, value in rules:  # the first rule that holds marks the layer; the later ones are not read
+            if _dotted(entry, dotted, value, path, index) == value:
+                found.append(index)
+                break
     return tuple(found)
 
 
-def _dotted(entry: Mapping[str, Any], dotted: str, like: Any, where: str) -> Any:
-    """The value at ``dotted`` in ``entry`` (``None``: absent), of ``like``'s type, else refused naming its path:
-    a ``"true"`` string or a null attention object is not what the family's code reads."""
+def _dotted(entry: Mapping[str, Any], dotted: str, like: Any, path: str, index: int) -> Any:
+    """The value at ``dotted`` in ``entry`` (``None``: absent), of ``like``'s type, else refused naming its path
+    (``path[index].dotted``): a ``"true"`` string or a null attention object is not what the family's code reads."""
     value: Any = entry
     parts = _parts(dotted)
     for depth, part in enumerate(parts):
         if type(value) is not dict and not isinstance(value, Mapping):  # a JSON object skips the ABC check
-            raise RopeConfigError(f"{where}.{'.'.join(parts[:depth])}", f"expected an object, got {value!r}")
+            raise RopeConfigError(f"{path}[{index}].{'.'.join(parts[:depth])}", f"expected an object, got {value!r}")
         if part not in value:
             return None
         value = value[part]
     if type(value) is not type(like):
-        raise RopeConfigError(f"{where}.{dotted}", f"expected {type(like).__name__}, got {value!r}")
+        raise RopeConfigError(f"{path}[{index}].{dotted}", f"expected {type(like).__name__}, got {value!r}")
     return value
 
 
