@@ -121,15 +121,12 @@ def _check_depth(config: Mapping[str, Any], origin: str) -> None:
         value, depth = stack.pop()
         if depth > MAX_DEPTH:
             raise ConfigSourceError("", f"{origin}: nested deeper than any config (limit {MAX_DEPTH} levels)")
-        children = value.values() if type(value) is dict or isinstance(value, Mapping) else value
-        if _SCALARS.issuperset(map(type, children)):  # one C-level pass: most objects hold only scalars
-            continue
-        for child in children:
+        for child in value.values() if type(value) is dict or isinstance(value, Mapping) else value:
             kind = type(child)  # the JSON scalars first: an ABC check per number costs a load its speed
             if kind in _SCALARS:
                 continue
             if depth < MAX_DEPTH and (kind is dict or kind is list) and _SCALARS.issuperset(
                     map(type, child.values() if kind is dict else child)):
-                continue  # a JSON leaf within the limit: popping it would find nothing (Nemotron's ~500 per load)
+                continue  # a JSON leaf within the limit, checked in one C-level pass instead of pushed and popped
             if kind is dict or kind is list or isinstance(child, (Mapping, list, tuple)):
                 stack.append((child, depth + 1))
