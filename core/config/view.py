@@ -21,6 +21,11 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
 sends ``num_attention_heads`` to its decoder's, the rotating text decoder); read when the transformers
 name is absent."""
 
+_ALIASED_BY: Mapping[str, tuple[str, ...]] = {
+    alias: tuple(name for name, aliases in ALIASES.items() if alias in aliases)
+    for aliases in ALIASES.values() for alias in aliases
+}
+"""The keys whose lookup reads each alias."""
 
 _BLOCKS = ("rope_parameters", "rope_scaling")
 
@@ -99,8 +104,9 @@ class ConfigView(Mapping[str, Any]):
         view._model_type = self._model_type
         view._defaults = {**self._defaults, name: value, "model_type": self._model_type}
         view._named = None if self._named is None else self._named | {name}
-        view._found = {key: found for key, found in self._found.items()
-                       if key != name and name not in ALIASES.get(key, ())}
+        view._found = dict(self._found)
+        for key in (name, *_ALIASED_BY.get(name, ())):
+            view._found.pop(key, None)
         return view
 
     def defaulted(self, name: str) -> bool:
