@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from .classes import ClassFacts, class_facts, facts_for, rope_keys
+from .view import ALIASES, ConfigView
 
 __all__ = ["FIELD_OF", "KeyReading", "key_reading"]
 
@@ -55,13 +56,21 @@ class KeyReading(NamedTuple):
 
     def ignored(self, view: Mapping[str, Any]) -> list[str]:
         """The rope keys ``view`` states that this class neither converts nor reads."""
-        return [key for key in _candidates() if _stated(view, key) and not self.read(key)]
+        named = view.named() if isinstance(view, ConfigView) else None
+        candidates = _candidates() if named is None else sorted(named.intersection(_candidates()) | _unnamed_held())
+        return [key for key in candidates if _stated(view, key) and not self.read(key)]  # (sorted, as before)
 
 
 @functools.lru_cache(maxsize=1)
 def _candidates() -> tuple[str, ...]:
     """Every rope key a class may convert or read, sorted (static: the pinned facts and :data:`FIELD_OF`)."""
     return tuple(sorted(rope_keys() | set(FIELD_OF) | {"rope_scaling", "rope_parameters"}))
+
+
+@functools.lru_cache(maxsize=1)
+def _unnamed_held() -> frozenset[str]:
+    """The candidates a view may hold a value for without naming them (see :meth:`ConfigView.named`)."""
+    return frozenset(key for key in _candidates() if key == "model_type" or key in ALIASES)
 
 
 @functools.lru_cache(maxsize=256)

@@ -109,6 +109,11 @@ class ConfigView(Mapping[str, Any]):
             view._found.pop(key, None)
         return view
 
+    def named(self) -> frozenset[str] | None:
+        """Every key the config's layers and class defaults name (``None``: not known, a layer is not a
+        plain dict). A key with no value here is named nowhere, unless it is ``model_type`` or has an alias."""
+        return self._named
+
     def defaulted(self, name: str) -> bool:
         """Whether ``name``'s value is its class default (the config does not state it)."""
         return self._find(name) is not None and not any(
