@@ -117,7 +117,7 @@ class LoadedScheme:
             bad = np.flatnonzero(~finite).tolist()
             self._fail(InvalidTableError, f"inv_freq has non-finite values at pairs {bad}")
         covers = self.scheme.covers_head
-        bad_mask = inv_freq < 0 if covers else inv_freq <= 0
+        bad_mask = inv_freq < 0.0 if covers else inv_freq <= 0.0  # a float bound: no int-scalar conversion per call
         if np.count_nonzero(bad_mask):  # any(), as above
             self._fail(InvalidTableError, f"inv_freq has {'negative' if covers else 'non-positive'} values at pairs "
                        f"{np.flatnonzero(bad_mask).tolist()}")
