@@ -55,7 +55,7 @@ def identify(config: Mapping[str, Any], *, strict: bool, plugin_family: FamilyLo
     unknown code (strict), :class:`~ropekit.NoRopeError` for code without RoPE."""
     outer = _model_type(config, "model_type")
     text = config.get("text_config")
-    inner = _model_type(text, "text_config.model_type") if isinstance(text, Mapping) else None
+    inner = _model_type(text, "text_config.model_type") if text is not None and isinstance(text, Mapping) else None
     wrapper = class_facts(outer) if outer is not None and inner is not None else None
     if wrapper is not None and wrapper.renames:  # the wrapper's class builds that name as another
         renamed = wrapper.renames.get(str(inner))

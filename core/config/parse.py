@@ -402,7 +402,8 @@ _UNSERVED: Mapping[str, tuple[object, str]] = {
 
 
 def _refuse_unserved(view: ConfigView) -> None:
-    if isinstance(view.get("rotary"), Mapping):  # (model_type internlm's is read before: config.remote)
+    rotary = view.get("rotary")
+    if rotary is not None and isinstance(rotary, Mapping):  # (model_type internlm's is read before: config.remote)
         raise RopeConfigError(view.path("rotary"), (
             f"{view.get('rotary')!r}: an object here is InternLM's 2023 spelling ({{base, type, scaling_factor}}), "
             f"read for model_type 'internlm' only; its meaning for model_type {view.get('model_type')!r} is unknown "
@@ -500,7 +501,7 @@ def _per_layer_type(view: ConfigView, source: Mapping[str, Any], path: str) -> t
 
 
 def _block(view: ConfigView, family: Family, layer_type: str, path: str, block: Any) -> RopeBlock:
-    if not isinstance(block, Mapping):
+    if type(block) is not dict and not isinstance(block, Mapping):  # a JSON object skips the ABC check
         raise RopeConfigError(path, f"expected an object (or null: no RoPE for this layer type), got {block!r}")
     rope_type, rope_type_path = _rope_type(block, path)
     theta, theta_path = _theta(view, family, layer_type, block, path)
@@ -868,7 +869,7 @@ def _per_layer_head_dim(view: ConfigView, layer_type: str) -> tuple[int, str] | 
     within one layer type, or a rope key declared per layer, is refused: one table per layer type
     cannot express it."""
     overrides = view.get("per_layer_config")
-    if not isinstance(overrides, Mapping) or not overrides:
+    if overrides is None or not isinstance(overrides, Mapping) or not overrides:  # None first: no ABC check
         return None
     path = view.path("per_layer_config")
     declared: dict[int, tuple[object, str]] = {}

@@ -31,7 +31,7 @@ def read_config(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[Map
     ``source`` is a mapping (used as is, never mutated), a path to a JSON file, or a model
     directory holding ``config.json``.
     """
-    if isinstance(source, Mapping):
+    if type(source) is dict or isinstance(source, Mapping):  # a dict skips the ABC check
         _check_depth(source, "<mapping>")
         return source, "<mapping>"
     if not isinstance(source, (str, os.PathLike)):

@@ -82,7 +82,7 @@ def _read_for(reads: frozenset[str], field: str) -> tuple[str, ...]:
 def _stated(view: Mapping[str, Any], key: str) -> bool:
     value = view.get(key)
     if key in ("rope_scaling", "rope_parameters"):
-        return isinstance(value, Mapping) and bool(value)
+        return value is not None and isinstance(value, Mapping) and bool(value)  # None first: no ABC check
     return value is not None and not _defaulted(view, key)
 
 
