@@ -471,9 +471,13 @@ def _declared_type(block: Mapping[str, Any]) -> object:
 
 
 def _is_nested(source: Mapping[str, Any]) -> bool:
-    return bool(source) and not (RESERVED_KEYS & set(source)) and all(
+    return bool(source) and RESERVED_KEYS.isdisjoint(source) and all(
         isinstance(v, Mapping) or v is None for v in source.values()
     )
+
+
+_LAYER_LABELS = ATTENTION_LAYER_TYPES | NO_ROPE_LAYER_TYPES
+"""The layer type names a rope block's keys may be, besides those a config's ``layer_types`` lists."""
 
 
 def _per_layer_type(view: ConfigView, source: Mapping[str, Any], path: str) -> tuple[bool, Mapping[str, Any]]:
@@ -486,9 +490,9 @@ def _per_layer_type(view: ConfigView, source: Mapping[str, Any], path: str) -> t
     if _is_nested(source):
         return True, source
     declared = view.get("layer_types")
-    labels = set(ATTENTION_LAYER_TYPES) | NO_ROPE_LAYER_TYPES
+    labels = _LAYER_LABELS
     if isinstance(declared, list):
-        labels.update(name for name in declared if isinstance(name, str))
+        labels = labels.union(name for name in declared if isinstance(name, str))
     typed = {name: value for name, value in source.items() if name in labels}
     if not any(isinstance(value, Mapping) or value is None for value in typed.values()):
         return False, source
