@@ -116,10 +116,13 @@ class ConfigView(Mapping[str, Any]):
 
     def defaulted(self, name: str) -> bool:
         """Whether ``name``'s value is its class default (the config does not state it)."""
-        return self._find(name) is not None and not any(
-            layer.get(candidate) is not None
-            for candidate in (name, *ALIASES.get(name, ())) for _, layer in self._layers
-        )
+        if self._find(name) is None:
+            return False
+        for candidate in (name, *ALIASES[name]) if name in ALIASES else (name,):  # loops: no generator per call
+            for _, layer in self._layers:
+                if layer.get(candidate) is not None:
+                    return False
+        return True
 
     def get(self, name: str, default: Any = None) -> Any:
         """``name``'s value, else ``default`` (no KeyError raised and caught: geometry asks often)."""
@@ -155,9 +158,14 @@ class ConfigView(Mapping[str, Any]):
 def _names(layers: list[tuple[str, Mapping[str, Any]]], defaults: Mapping[str, Any]) -> frozenset[str] | None:
     """Every key the layers and defaults name, when all are plain dicts (whose ``get`` finds only the keys
     they iterate); ``None`` otherwise: a lookup then asks each mapping."""
-    if type(defaults) is not dict or any(type(layer) is not dict for _, layer in layers):
+    if type(defaults) is not dict:
         return None
-    return frozenset().union(*(layer for _, layer in layers), defaults)
+    names = set(defaults)
+    for _, layer in layers:
+        if type(layer) is not dict:
+            return None
+        names.update(layer)
+    return frozenset(names)
 
 
 MAX_HEAD_DIM = 1 << 16
