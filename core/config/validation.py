@@ -23,7 +23,9 @@ def validate_params(scheme: Scheme, block: RopeBlock, *, strict: bool) -> dict[s
     Unknown keys raise (``strict=False``: warn). A key absent from the block is read where its
     declaration says (:meth:`RopeBlock.lookup`); a required key found nowhere raises.
     """
-    known = {key.name for key in scheme.keys} | RESERVED_KEYS
+    known = RESERVED_KEYS  # enough for a block of reserved keys only, as most are: nothing there is unknown
+    if not RESERVED_KEYS.issuperset(block.values):
+        known = RESERVED_KEYS.union(key.name for key in scheme.keys)
     for name in block.values:
         if name not in known:
             close = _close_matches(name, sorted(known), n=1)
