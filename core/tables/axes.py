@@ -172,14 +172,18 @@ class Slots(NamedTuple):
     freq: npt.NDArray[np.intp]
     frequencies: npt.NDArray[np.float64]
     step0: npt.NDArray[np.complex128]
-    bases: dict[Any, tuple[npt.NDArray[Any], npt.NDArray[np.intp]]] | None = None
+    bases: dict[Any, tuple[npt.NDArray[Any], npt.NDArray[np.int64], npt.NDArray[Any]]] | None = None
     identity: bool = False
     """Slot ``s`` is frequency ``s`` of the full table (every composition at one column per pair)."""
+    spread: dict[int, npt.NDArray[np.intp]] | None = None
+    """Per token count ``n``: element ``[t, s]`` is ``(axis[s] * n + t) * pairs + freq[s]``, where slot
+    ``s`` of token ``t`` finds its offset among the offset-table rows gathered at every axis's positions
+    (:func:`run_slots`)."""
 
     @classmethod
     def of(cls, full: Plan, axis: npt.NDArray[np.intp], freq: npt.NDArray[np.intp]) -> Slots:
         identity = freq.shape[0] == full.freq.shape[0] and bool(np.all(freq == np.arange(freq.shape[0])))
-        return cls(axis, freq, full.freq[freq], full.steps()[0, freq], {}, identity)
+        return cls(axis, freq, full.freq[freq], full.steps()[0, freq], {}, identity, {})
 
 
 KEPT_BASES = 1024
@@ -226,9 +230,8 @@ def run_slots(full: Plan, slots: Slots, rows: npt.NDArray[np.int64], lows: Seque
     ``same``: every row of ``rows`` is the same (text tokens), so each token's offsets are one
     row of the offset table (the same operands, so the same bits).
 
-    The base row depends only on the axes' lows: it is kept in ``slots.bases`` (when given), with
-    each slot's shift into the flat offset table, so a call at lows seen before forms no float64
-    cos/sin (the bits are those of forming it afresh)."""
+    The base row depends only on the axes' lows: it is kept in ``slots.bases`` (when given), so a
+    call at lows seen before forms no float64 cos/sin (the bits are those of forming it afresh)."""
     axis = slots.axis
     key = (work, *lows)
     kept = slots.bases
@@ -236,19 +239,25 @@ def run_slots(full: Plan, slots: Slots, rows: npt.NDArray[np.int64], lows: Seque
     if found is None:
         slot_low = np.asarray(lows, dtype=np.int64)[axis]
         base = (unit_circle(slot_low * slots.frequencies, full.factor, np.complex128) * slots.step0).astype(work)
-        # row p - low of column freq, in the offset table stored by pair: freq * 256 + p - low
-        found = (base, slots.freq * BLOCK - slot_low)
+        found = (base, np.asarray(lows, dtype=np.int64)[:, None], full.offsets(work))
         if kept is not None:
             if len(kept) >= KEPT_BASES:
                 kept.clear()
             kept[key] = found
-    base, shift = found
+    base, low_column, offsets = found
     products: npt.NDArray[Any]
     if same and slots.identity:  # every axis at the same positions (text tokens): whole offset rows
-        products = full.offsets(work).take(rows[0] - lows[0], axis=0)
+        products = offsets.take(rows[0] - lows[0], 0)
     else:
-        flat = rows.T.take(axis, axis=1)  # (tokens, slots), contiguous: the position of each slot's axis
-        flat += shift  # ... into the offset table stored by pair (the same values, another order)
-        products = full.pair_offsets(work).reshape(-1).take(flat)
+        tokens = rows.shape[1]
+        spread = None if slots.spread is None else slots.spread.get(tokens)
+        if spread is None:
+            spread = (axis[None, :] * tokens + np.arange(tokens)[:, None]) * offsets.shape[1] + slots.freq[None, :]
+            if slots.spread is not None:  # at most SMALL_TOKENS entries
+                slots.spread[tokens] = spread
+        # offset row p - low at every axis's positions (whole rows: numpy's cheap gather), then each
+        # slot's element from its own axis's row (the same values as one element gather per slot)
+        gathered = offsets.take((rows - low_column).reshape(-1), 0)
+        products = gathered.reshape(-1).take(spread)
     np.multiply(base, products, out=products)  # base first, as the text path
     return products

@@ -267,11 +267,16 @@ def _small_runs(mapping: MropeMap, positions: npt.NDArray[np.int64], dtype: npt.
     listed = rows.tolist()
     first = listed[0]
     same = listed.count(first) == len(listed)  # text tokens (every generated one): each axis at one position
+    # lowest and highest of each axis: Python's sort on a few mostly ordered ints beats a min and a max
     if same:
-        low, high = min(first), max(first)
-        lows, highs = [low] * len(listed), [high] * len(listed)
+        ordered = sorted(first)
+        lows, highs = [ordered[0]] * len(listed), [ordered[-1]] * len(listed)
     else:
-        lows, highs = list(map(min, listed)), list(map(max, listed))
+        lows, highs = [], []
+        for row in listed:
+            ordered = sorted(row)
+            lows.append(ordered[0])
+            highs.append(ordered[-1])
     limit = full.limit
     chosen = _F32 if dtype is _F32_TYPE else out_dtype(dtype)
     # an axis at one position (an image's temporal axis, a row's height) is served directly from float64,
@@ -288,12 +293,15 @@ def _small_runs(mapping: MropeMap, positions: npt.NDArray[np.int64], dtype: npt.
         cos, sin = both[0], both[1]
     else:
         cos, sin = checked_out(out, shape, chosen)
-    products = run_slots(full, slots, rows, lows, work_dtype(chosen), same=same)
-    split(products, cos.reshape(tokens, width), sin.reshape(tokens, width), layout)
+    products = run_slots(full, slots, rows, lows, _C64 if chosen is _F32 else work_dtype(chosen), same=same)
+    if len(shape) == 2:
+        split(products, cos, sin, layout)
+    else:
+        split(products, cos.reshape(tokens, width), sin.reshape(tokens, width), layout)
     return cos, sin
 
 
-_F32_TYPE, _F32, _F64 = np.float32, np.dtype(np.float32), np.dtype(np.float64)
+_F32_TYPE, _F32, _F64, _C64 = np.float32, np.dtype(np.float32), np.dtype(np.float64), np.complex64
 
 
 def _parts(inv_freq: npt.NDArray[np.float64], attention_factor: float, mapping: MropeMap,
