@@ -100,11 +100,19 @@ def _normalise(name: str) -> str:
 
 
 def _group_entries(path: str, group: str) -> list[tuple[str, str]]:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+    try:  # os-level reads: a buffered file object costs four more system calls, for each of a few hundred distributions
+        descriptor = os.open(path, os.O_RDONLY)
     except OSError:
         return []
+    try:
+        chunks = []
+        while chunk := os.read(descriptor, 1 << 16):
+            chunks.append(chunk)
+    except OSError:
+        return []
+    finally:
+        os.close(descriptor)
+    data = b"".join(chunks)
     if group.encode() not in data:  # most distributions: no need to decode and parse
         return []
     text = data.decode("utf-8", errors="replace")
