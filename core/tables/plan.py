@@ -102,16 +102,6 @@ class Plan:
             self._offsets[work] = found
         return found
 
-    def pair_offsets(self, work: Any) -> npt.NDArray[Any]:
-        """:meth:`offsets` stored by pair, shape ``(pairs, 256)``: the same values, so that a
-        position's offset in column ``f`` is element ``f * 256 + r`` of the flat table (one gather
-        per slot of a 3-axis decode step, no multiply)."""
-        key = ("by pair", work)
-        found = self._offsets.get(key)
-        if found is None:
-            found = self._offsets[key] = np.ascontiguousarray(self.offsets(work).T)
-        return found
-
     def steps(self) -> npt.NDArray[np.complex128]:
         """``exp(i * 256 * k * inv_freq)`` for ``k < 64``, complex128: block base rows are
         products of these, not fresh float64 transcendentals."""
