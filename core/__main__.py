@@ -1,7 +1,5 @@
 """``python -m ropekit``."""
 
-import sys
+from .cli.main import run
 
-from .cli.main import main
-
-sys.exit(main())
+run()

@@ -111,6 +111,43 @@ def test_python_dash_m_entry_point() -> None:
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1
 
 
+_EXIT_PROBE = """
+import atexit, gc, sys
+from ropekit.cli import run
+atexit.register(lambda: print("frozen:", gc.get_freeze_count() > 0, file=sys.stderr))
+sys.argv = ["ropekit", *sys.argv[1:]]
+run()
+"""
+
+
+@pytest.mark.parametrize(("argv", "status"), [(["table", SEED_CONFIG, "--json"], 0),
+                                             (["table", "/nonexistent/config.json"], 2)])
+def test_the_command_exits_with_mains_status_past_the_shutdown_collection(argv: list[str], status: int) -> None:
+    """``run`` (the console script and ``python -m ropekit``) freezes the collector on the way out, after
+    the output is written, and still exits with ``main``'s status and flushes its streams."""
+    done = subprocess.run([sys.executable, "-c", _EXIT_PROBE, *argv], capture_output=True, text=True, check=False)
+    assert done.returncode == status, done.stderr
+    assert done.stderr.splitlines()[-1] == "frozen: True"
+    if status == 0:
+        assert json.loads(done.stdout)["layers"]["full_attention"]["rope_type"] == "llama3"
+
+
+def test_main_leaves_the_collector_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    """A caller that goes on running (tests, a tool calling ``main``) keeps its objects collectable."""
+    import gc
+
+    before = gc.get_freeze_count()
+    assert run(capsys, "table", SEED_CONFIG, "--json")[0] == 0
+    assert gc.get_freeze_count() == before
+
+
+def test_the_console_script_is_run() -> None:
+    from importlib.metadata import entry_points
+
+    (script,) = [e for e in entry_points(group="console_scripts") if e.name == "ropekit"]
+    assert script.value == "ropekit.cli:run"
+
+
 def test_lenient_warns_in_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": 2.0, "extra": 1}}))
