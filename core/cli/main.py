@@ -12,7 +12,7 @@ import gc
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import ArgumentError, MissingDependencyError, PluginError, RopeConfigError, RopekitError
 from .output import EXIT_INPUT, EXIT_PLUGIN, OUT
@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return int(status or 0)
 
 
-def run() -> None:
+def run() -> NoReturn:
     """The ``ropekit`` command and ``python -m ropekit``: run :func:`main`, then exit with its status.
 
     The process ends right after, so the objects it made are moved out of the collector's reach first

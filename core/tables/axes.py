@@ -38,7 +38,7 @@ __all__ = ["CHUNK_TOKENS", "DIRECT", "KEPT_BASES", "SMALL_TOKENS", "AxisPart", "
 
 CHUNK_TOKENS = 2048
 """Tokens per chunk: a chunk's row of pairs is 1 MiB of complex64 at 64 pairs, the text path's chunk size
-(the kept scratch is about 2.5 MiB per thread in float32). Each chunk forms its axes' products over whole
+(the kept scratch is about 2.6 MiB per thread in float32). Each chunk forms its axes' products over whole
 blocks around its own positions, so smaller chunks form shared blocks again and make more numpy calls:
 measured on image-heavy Qwen3-VL positions, one thread, 4096 tokens, 1024-token chunks took 975 us
 (127 us of products), 2048 took 783 us (77 us), 4096 took 685 us; the bits do not depend on it."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -134,8 +135,6 @@ def test_the_command_exits_with_mains_status_past_the_shutdown_collection(argv: 
 
 def test_main_leaves_the_collector_alone(capsys: pytest.CaptureFixture[str]) -> None:
     """A caller that goes on running (tests, a tool calling ``main``) keeps its objects collectable."""
-    import gc
-
     before = gc.get_freeze_count()
     assert run(capsys, "table", SEED_CONFIG, "--json")[0] == 0
     assert gc.get_freeze_count() == before
