@@ -9,7 +9,10 @@
     │   ├── UnknownModelTypeError     the model_type's code is unknown to ropekit (strict mode)
     │   └── NoRopeError               the model's code applies no RoPE: there is no table to serve
     ├── ArgumentError (ValueError)    a wrong argument to a ropekit function; ``.argument`` names it
-    │   └── ArgumentTypeError (TypeError)  ... of the wrong type
+    │   ├── ArgumentTypeError (TypeError)  ... of the wrong type
+    │   └── LayerLookupError (LookupError)  no single answer for that layer question: ``model.table`` of a
+    │       │                         model with several tables or NoPE layers, a layer type it lacks
+    │       └── LayerIndexError (IndexError)  a layer index the model does not have
     ├── DeclarationError (ValueError) a ``Key`` or ``Scheme`` is declared wrongly (raised at the author's line)
     ├── MissingDependencyError (ImportError)  an optional extra (matplotlib for plots) is not installed
     └── PluginError                   a plugin is at fault; ``.rope_type`` (a family's model_type for a
@@ -37,6 +40,8 @@ __all__ = [
     "DeclarationError",
     "DuplicateSchemeError",
     "InvalidTableError",
+    "LayerIndexError",
+    "LayerLookupError",
     "MissingDependencyError",
     "NoRopeError",
     "PluginBlockedError",
@@ -118,6 +123,17 @@ class ArgumentError(RopekitError, ValueError):
 
 class ArgumentTypeError(ArgumentError, TypeError):
     """A ropekit function got an argument of the wrong type."""
+
+
+class LayerLookupError(ArgumentError, LookupError):
+    """A question about a model's layers has no single answer: ``model.table`` of a model whose
+    layers use more than one table or include layers without RoPE, a layer type the config does not
+    list, a layer index the model does not have. The message names ``for_layer`` and the layer
+    types; ``argument`` is ``table``, ``layer_type`` or ``index``."""
+
+
+class LayerIndexError(LayerLookupError, IndexError):
+    """A layer index outside the model's layers (``argument`` is ``index``)."""
 
 
 class DeclarationError(RopekitError, ValueError):

@@ -51,7 +51,7 @@ def main() -> None:
     sets = position_sets()
     for case in golden["cases"]:
         rope = ropekit.load(case["config"])
-        table = rope[case["layer_type"]] if case["layer_type"] in rope.tables else rope.table
+        table = rope[case["layer_type"]] if case["layer_type"] in rope.tables else rope.rotating_table()
         axes = table.mrope_axes
         for positions in sets:
             chosen = positions[:axes] if axes <= 3 else np.concatenate([positions] * 2)[:axes]

@@ -134,8 +134,12 @@ def _judge_unassigned(
 
 def _split_concatenated(model: ModelRope, tables: tuple[ServedTable, ...]) -> Iterator[ServedTable]:
     """DirectML's longrope cache: ``[original + max, .]``, short rows first. Split it in two."""
+    tables_used = {id(table): table for table in model.tables.values()}
     for served in tables:
-        table = model.table
+        if len(tables_used) != 1:  # a DirectML longrope pack holds one table for the whole model
+            yield served
+            continue
+        table = next(iter(tables_used.values()))
         original = table.switch_at if table.rope_type == "longrope" else None
         maximum = table.geometry.max_position_embeddings
         if (served.kind == "cache" and served.regime is None and original and maximum and served.sin is not None

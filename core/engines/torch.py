@@ -32,7 +32,7 @@ from ..artifacts.audit import audit_artifact, module_verdicts
 from ..artifacts.served import ServedArtifact, ServedTable
 from ..config.classes import class_facts
 from ..config.source import read_config
-from ..errors import ArgumentError, ArgumentTypeError, MissingDependencyError, PluginError, RopekitError
+from ..errors import ArgumentError, ArgumentTypeError, MissingDependencyError, NoRopeError, PluginError, RopekitError
 from ..host.registry import Registry, default_registry
 from ..loader import load
 from ..tables.plan import max_position
@@ -521,7 +521,11 @@ def _init_function(name: str, registry: Registry) -> Callable[..., tuple[torch.T
     def compute(config: Any, device: Any = None, seq_len: Any = None, layer_type: str | None = None,
                 **_: Any) -> tuple[torch.Tensor, float]:
         rope = load(_config_dict(config), registry=registry)
-        table = rope[layer_type] if layer_type is not None else rope.table
+        found = rope[layer_type] if layer_type is not None else rope.rotating_table()
+        if found is None:
+            raise NoRopeError(f"layer_types.{layer_type}", f"layers of type {layer_type!r} apply no RoPE, so "
+                              "transformers should not build a rotary table for them")
+        table = found
         if seq_len is not None and table.seq_len_dependent:
             table = table.at(int(seq_len))
         elif seq_len is None and table.seq_len_dependent and "dynamic" not in name:

@@ -36,6 +36,8 @@ def table_gap(table: RopeTable, positions: Iterable[int]) -> dict[str, Any]:
         "scaled_pairs": int(scaled.sum()),
         "max_ratio": float(ratio[rotating].max()) if rotating.any() else None,
         "unrotated_pairs": int((~rotating).sum()),
+        **({"seq_len": table.seq_len, "seq_len_rule": table.rule.text, "switch_at": table.rule.switch_at}
+           if table.rule is not None else {}),
         "positions": {
             str(position): {
                 "max_angle_error": float((position * difference).max()),
@@ -46,13 +48,25 @@ def table_gap(table: RopeTable, positions: Iterable[int]) -> dict[str, Any]:
     }
 
 
-def gap_report(model: ModelRope, positions: Iterable[int] = DEFAULT_POSITIONS) -> dict[str, Any]:
-    """The ``ropekit gap --json`` document: :func:`table_gap` per layer type; a layer type
-    without RoPE is ``{"no_rope": true}``, per-index NoPE layers are ``no_rope_layers``."""
+def gap_report(
+    model: ModelRope, positions: Iterable[int] = DEFAULT_POSITIONS, *, seq_len: int | None = None,
+) -> dict[str, Any]:
+    """The ``ropekit gap --json`` document: :func:`table_gap` per layer type the model has; a layer
+    type without RoPE is ``{"no_rope": true}``, per-index NoPE layers are ``no_rope_layers``.
+
+    A seq-len-dependent table (dynamic, longrope) is compared in the regime of a sequence reaching
+    the largest position (``seq_len = max(positions) + 1``, transformers' rule), or at ``seq_len``
+    when given; its entry says which (``seq_len``, ``seq_len_rule``, ``switch_at``). A model
+    already taken :meth:`~ropekit.ModelRope.at` a length is compared as it is unless ``seq_len`` is given.
+    """
     chosen = tuple(positions)
+    if seq_len is not None:
+        model = model.at(seq_len)
+    elif chosen and any(table.seq_len_dependent and table.seq_len is None for table in model.tables.values()):
+        model = model.at(max(chosen) + 1)
     document = model.to_json()
-    document["layers"] = {
-        name: table_gap(model.tables[name], chosen) if name in model.tables else layer
-        for name, layer in document["layers"].items()
-    }
+    for name in document["layers"]:
+        table = model[name]
+        if table is not None:
+            document["layers"][name] = table_gap(table, chosen)
     return document

@@ -188,11 +188,18 @@ def apply_rotary(
     k: npt.NDArray[Any],
     cos: npt.NDArray[Any],
     sin: npt.NDArray[Any],
-    layout: str = "neox",
+    layout: str | None = None,
     *,
     pairing: Layout | None = None,
 ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
     """Rotate ``q`` and ``k`` (``(..., seq, head_dim)``) by ``cos``/``sin`` (``(seq, width)``).
+
+    The layout is the cache's own when ``cos``/``sin`` come from :meth:`RopeTable.cos_sin
+    <ropekit.RopeTable.cos_sin>` (:class:`~ropekit.CosSinArray` knows it): then ``layout`` may be
+    left out, and one that contradicts the cache raises :class:`~ropekit.ArgumentError`, as do a
+    sin passed as cos and two arrays of different layouts. For plain arrays the layout is the
+    caller's responsibility: ``layout`` (default ``neox``) says how the columns are arranged.
+    :meth:`RopeTable.apply <ropekit.RopeTable.apply>` does all of it from positions.
 
     ``neox`` matches transformers' ``apply_rotary_pos_emb`` (rotate-half); ``gptj`` rotates
     interleaved pairs; ``half`` caches (one column per pair) need ``pairing`` (``neox`` or
@@ -200,11 +207,13 @@ def apply_rotary(
     unchanged (partial rotary). Shapes are checked: cos and sin equal and 2-D, q and k at least 2-D
     with ``seq`` rows and at least the rotary dim of channels.
     """
+    layout = _cache_layout(cos, sin, layout)
     if layout not in LAYOUTS:
         raise ArgumentError("layout", f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
     for name, array in (("q", q), ("k", k), ("cos", cos), ("sin", sin)):
         if not isinstance(array, np.ndarray):
             raise ArgumentTypeError(name, f"expected a numpy array, got {type(array).__name__}")
+    cos, sin = np.asarray(cos), np.asarray(sin)
     if cos.shape != sin.shape or cos.ndim != 2 or (layout != "half" and cos.shape[1] % 2):
         raise ArgumentError("cos", f"cos {cos.shape} and sin {sin.shape} must be equal (seq, width) shapes, "
                             "width even unless the layout is half")
@@ -217,6 +226,31 @@ def apply_rotary(
             raise ArgumentError(name, f"shape {x.shape} does not fit cos/sin {cos.shape}: expected (..., "
                                 f"{cos.shape[0]}, head_dim >= {cos.shape[1]})")
     return _rotate(q, cos, sin, layout), _rotate(k, cos, sin, layout)
+
+
+def _cache_layout(cos: Any, sin: Any, layout: str | None) -> str:
+    """The layout to apply ``cos``/``sin`` in: what the arrays say they are (checked against each
+    other and against an explicit ``layout``), else ``layout``, else ``neox``."""
+    stated: dict[str, str] = {}
+    for name, array, part in (("cos", cos, "cos"), ("sin", sin, "sin")):
+        found = getattr(array, "part", None)
+        if found is not None and found != part:
+            raise ArgumentError(name, f"this array is the {found} of a cos/sin cache, passed as {part}; "
+                                "call apply_rotary(q, k, cos, sin) in that order")
+        own = getattr(array, "layout", None)
+        if own is not None:
+            stated[name] = own
+    if len(set(stated.values())) > 1:
+        raise ArgumentError("sin", f"cos is a {stated['cos']} cache and sin a {stated['sin']} one; "
+                            "take both from one cos_sin call")
+    own_layout = next(iter(stated.values()), None)
+    if own_layout is None:
+        return "neox" if layout is None else layout
+    if layout is not None and layout != own_layout:
+        raise ArgumentError("layout", f"layout={layout!r} contradicts the cache, which cos_sin built in the "
+                            f"{own_layout} layout; leave layout out (the cache's is used) or build the cache "
+                            f"with layout={layout!r}")
+    return own_layout
 
 
 def _widen(half: npt.NDArray[Any], pairing: str) -> npt.NDArray[Any]:

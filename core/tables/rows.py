@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ArgumentError, ArgumentTypeError
+from .cache import CosSinArray, tag
 from .plan import checked_out
 
 __all__ = ["RopeRows"]
@@ -36,6 +37,9 @@ class RopeRows:
     cos_rows: npt.NDArray[Any] = attrs.field(repr=False)
     sin_rows: npt.NDArray[Any] = attrs.field(repr=False)
     layout: str
+    attention_factor: float | None = None
+    rope_type: str | None = None
+    layer_type: str | None = None
 
     @property
     def count(self) -> int:
@@ -49,11 +53,18 @@ class RopeRows:
 
     def cos_sin(
         self, positions: Any, *, out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = None,
-    ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    ) -> tuple[CosSinArray, CosSinArray]:
         """``(cos, sin)`` at ``positions`` (a count ``N``, a ``range`` or integers, each below
         :attr:`count`), copied into ``out`` when given (two arrays of shape ``(N, width)`` in
         :attr:`dtype`), else into new arrays: never views of the rows. Positions outside the rows
-        raise :class:`~ropekit.ArgumentError`; the values are ``table.cos_sin(range(count))``'s rows."""
+        raise :class:`~ropekit.ArgumentError`; the values are ``table.cos_sin(range(count))``'s rows.
+        Like the table's, the arrays are :class:`~ropekit.CosSinArray` carrying their layout."""
+        return tag(self._cos_sin(positions, out), self.layout, attention_factor=self.attention_factor,
+                   positions=positions, rope_type=self.rope_type, layer_type=self.layer_type)
+
+    def _cos_sin(
+        self, positions: Any, out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None,
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
         count = self.count
         if type(positions) is int or (isinstance(positions, (int, np.integer)) and not isinstance(positions, bool)):
             if positions < 0:

@@ -10,7 +10,8 @@ import attrs
 import numpy as np
 
 from ..contract.scheme import Geometry
-from ..errors import ArgumentError, ArgumentTypeError
+from ..errors import ArgumentError, ArgumentTypeError, LayerIndexError, LayerLookupError
+from .cache import CosSinArray, tag
 from .small import small_cos_sin  # the decode-step path, taken before any check it does not need
 
 if TYPE_CHECKING:
@@ -180,9 +181,15 @@ class RopeTable:
         layout: CacheLayout | None = None,
         out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = None,
         threads: int | None = None,
-    ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    ) -> tuple[CosSinArray, CosSinArray]:
         """``(cos, sin)`` at ``positions`` (a count ``N``, a ``range`` or integers), multiplied by
         ``attention_factor``, angles reduced in float64 (see :mod:`ropekit.tables.rotary`).
+
+        Both are :class:`~ropekit.CosSinArray`: they carry their ``layout``, ``attention_factor``
+        and ``positions``, and :func:`ropekit.apply_rotary` applies them in their own layout (an
+        explicit contradicting one raises). With ``out=``, the returned arrays are views of the
+        buffers; the buffers themselves stay plain arrays (their layout is then the caller's to
+        state). :meth:`apply` is the path that leaves nothing to the caller.
 
         ``layout``: ``neox`` (rotate-half) or ``gptj`` (interleaved), shape ``(N, rotary_dim)``, or
         ``half`` (one column per pair, ``(N, rotary_dim / 2)``); default: the table's own
@@ -205,6 +212,14 @@ class RopeTable:
         :class:`~ropekit.ArgumentError`.
         """
         chosen = self.layout if layout is None else layout
+        return tag(self._cos_sin(positions, dtype, chosen, out, threads), chosen,
+                   attention_factor=self.attention_factor, positions=positions, rope_type=self.rope_type,
+                   layer_type=self.layer_type)
+
+    def _cos_sin(
+        self, positions: Any, dtype: npt.DTypeLike, chosen: CacheLayout,
+        out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None, threads: int | None,
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
         if self.mrope_composition is None and (threads is None or (type(threads) is int and threads > 0)):
             small = small_cos_sin(self._plan(), positions, _F32 if dtype is np.float32 else _out_dtype(dtype),
                                   chosen, out)
@@ -223,6 +238,66 @@ class RopeTable:
 
         return cos_sin(self._plan(), self.attention_factor, positions, dtype=dtype, layout=chosen, out=out,
                        threads=threads)
+
+    def apply(
+        self, q: npt.NDArray[Any], k: npt.NDArray[Any], positions: Any, *, seq_len: int | None = None,
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        """``q`` and ``k`` (``(..., seq, head_dim)``) rotated at ``positions`` (``seq`` of them, or
+        ``(axes, seq)`` for a multimodal table) as the model's code rotates them: this table's
+        layout and attention factor, cos/sin in ``q``'s float dtype (float32 for others).
+
+        The documented path: nothing about the cache is left to the caller. A seq-len-dependent
+        table (dynamic, longrope) not yet taken :meth:`at` a length is taken at ``seq_len``,
+        default ``max(positions) + 1`` (transformers' rule); one taken at a length refuses
+        positions past it, and an explicit ``seq_len`` that differs from its length.
+        """
+        table = self._for_positions(positions, seq_len)
+        dtype = q.dtype if isinstance(q, np.ndarray) and q.dtype.kind == "f" else np.float32
+        rows = int(np.shape(q)[-2]) if np.ndim(q) >= 2 else -1
+        count = positions if isinstance(positions, (int, np.integer)) else None
+        if count is None and table.mrope_composition is None and len(np.shape(positions)) == 1:
+            count = len(positions)
+        if count is not None and count != rows:
+            raise ArgumentError("positions", f"{count} positions for q of shape {np.shape(q)}: give one position "
+                                "per row of q (its second-to-last axis)")
+        from .rotary import apply_rotary
+
+        cos, sin = table.cos_sin(positions, dtype=dtype)
+        if cos.ndim != 2:
+            raise ArgumentError("positions", f"positions of shape {np.shape(positions)} give a batch of caches "
+                                f"{cos.shape}; apply one sequence at a time, positions (axes, seq)")
+        return apply_rotary(q, k, cos, sin, pairing=table.layout if cos.layout == "half" else None)
+
+    def _for_positions(self, positions: Any, seq_len: int | None) -> RopeTable:
+        """The table that holds for ``positions``: this one, or :meth:`at` the length they imply."""
+        if seq_len is not None and (isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer))):
+            raise ArgumentTypeError("seq_len", f"expected an integer in [1, 2**40] or None, got {seq_len!r}")
+        if self.rule is None:
+            return self
+        if isinstance(positions, (int, np.integer)) and not isinstance(positions, bool):
+            longest = int(positions)
+        elif isinstance(positions, range):
+            longest = max(positions[0], positions[-1]) + 1 if len(positions) else 0
+        else:
+            try:
+                array = np.asarray(positions)
+                longest = int(array.max()) + 1 if array.size else 0
+            except (TypeError, ValueError) as error:
+                raise ArgumentTypeError("positions", f"expected integer positions: {error}") from None
+        if self.seq_len is not None:
+            if seq_len is not None and seq_len != self.seq_len:
+                raise ArgumentError("seq_len", f"{seq_len}: this {self.rope_type!r} table was taken at seq_len "
+                                    f"{self.seq_len}; apply from the load-time table to choose another")
+            if longest > self.seq_len:
+                raise ArgumentError("positions", f"position {longest - 1} lies past this table's seq_len "
+                                    f"{self.seq_len} ({self.seq_len_rule}); take table.at({longest}) or apply "
+                                    "from the load-time table")
+            return self
+        wanted = longest if seq_len is None else int(seq_len)
+        if wanted < longest:
+            raise ArgumentError("seq_len", f"{seq_len} is shorter than the positions (up to {longest - 1}); "
+                                "seq_len is max(position) + 1 or more")
+        return self.at(max(wanted, 1))
 
     def rows(
         self, count: int, *, dtype: npt.DTypeLike = np.float32, layout: CacheLayout | None = None,
@@ -251,10 +326,10 @@ class RopeTable:
         from .rows import RopeRows
 
         chosen = self.layout if layout is None else layout
-        cos, sin = self.cos_sin(range(int(count)), dtype=dtype, layout=chosen)
+        cos, sin = (np.asarray(part) for part in self.cos_sin(range(int(count)), dtype=dtype, layout=chosen))
         cos.flags.writeable = False
         sin.flags.writeable = False
-        return RopeRows(cos, sin, chosen)
+        return RopeRows(cos, sin, chosen, self.attention_factor, self.rope_type, self.layer_type)
 
     def mrope_map(self, layout: str) -> Any:
         """Which axis and frequency feed each cos/sin column in ``layout`` (a 3-axis table; cached)."""
@@ -386,32 +461,100 @@ class ModelRope:
     no_rope_layers: tuple[int, ...] = ()
     no_rope_reason: str = ""
 
-    def __getitem__(self, layer_type: str) -> RopeTable:
-        try:
-            return self.tables[layer_type]
-        except KeyError:
-            without = " (it applies no RoPE)" if layer_type in self.no_rope_types else ""
-            raise KeyError(f"no table for layer type {layer_type!r}{without}; have {sorted(self.tables)}") from None
+    @property
+    def listed_types(self) -> tuple[str, ...]:
+        """Every layer type the model has, in the order the config lists them (then any type with a
+        table or without RoPE that no listed layer uses): the keys ``model[...]``, ``table --json``
+        and ``gap --json`` answer for."""
+        return tuple(dict.fromkeys((*self.layer_types, *self.tables, *sorted(self.no_rope_types))))
+
+    def __getitem__(self, layer_type: str) -> RopeTable | None:
+        """The table layers of ``layer_type`` use (``None``: that type applies no RoPE), for every
+        type in :attr:`listed_types`. Layers of one type may share a table with another type (gpt-oss's
+        sliding and full layers); per-index NoPE layers are :meth:`for_layer`'s to tell.
+
+        A type the config does not list raises :class:`~ropekit.LayerLookupError`.
+        """
+        found = self.tables.get(layer_type) if isinstance(layer_type, str) else None
+        if found is not None:
+            return found
+        if layer_type in self.no_rope_types:
+            return None
+        if isinstance(layer_type, str) and layer_type in self.layer_types:
+            return self._table_of(layer_type, self.layer_types.index(layer_type))
+        raise LayerLookupError("layer_type", f"{layer_type!r} is not a layer type of this model; it has "
+                               f"{', '.join(map(repr, self.listed_types)) or 'none'}")
+
+    def _layer_plan(self) -> str:
+        """The layer types and what each uses, for a refusal: ``full_attention (default), sliding_attention
+        (default, another table), linear_attention (no RoPE), layers 3, 7 without RoPE``."""
+        parts: list[str] = []
+        seen: dict[int, str] = {}
+        for name in self.listed_types:
+            table = self.tables.get(name)
+            if table is None and name not in self.no_rope_types and self.tables:
+                table = next(iter(self.tables.values())) if len(self.tables) == 1 else None
+            if table is None:
+                parts.append(f"{name} (no RoPE)")
+                continue
+            first = seen.setdefault(id(table), name)
+            parts.append(f"{name} ({table.rope_type}, theta {table.geometry.theta:g}"
+                         f"{'' if first == name else f', the {first} table'})")
+        if self.no_rope_layers:
+            parts.append(f"layers {', '.join(map(str, self.no_rope_layers[:8]))}"
+                         f"{' ...' if len(self.no_rope_layers) > 8 else ''} without RoPE")
+        return ", ".join(parts)
 
     @property
     def table(self) -> RopeTable:
-        """The ``full_attention`` table (the only one of a flat config).
+        """The one table, for a model whose every layer uses it.
 
-        Raises :class:`LookupError` when the model applies no RoPE at all.
+        Raises :class:`~ropekit.LayerLookupError` naming :meth:`for_layer` and the layer types when
+        layers use more than one table (Gemma-3's sliding layers use another base) or some layers
+        apply no RoPE (SmolLM3, Llama-4, hybrid models): one table would be wrong for some layer.
         """
         if not self.tables:
-            raise LookupError(f"the model applies no RoPE: {self.no_rope_reason or 'no layer type rotates'}")
-        return self["full_attention"] if "full_attention" in self.tables else next(iter(self.tables.values()))
+            why = self.no_rope_reason or "no layer type rotates"
+            raise LayerLookupError("table", f"the model applies no RoPE: {why}")
+        distinct = {id(table) for table in self.tables.values()}
+        listed = set(self.layer_types) if self.layer_types else set(self.no_rope_types)
+        if len(distinct) > 1 or self.no_rope_layers or listed & self.no_rope_types:
+            raise LayerLookupError("table", f"this model has no single table: its layers are {self._layer_plan()}; "
+                                   "use model.for_layer(index) for a layer, or model[layer_type] for a layer type")
+        return next(iter(self.tables.values()))
+
+    def rotating_table(self) -> RopeTable:
+        """The one table every layer that applies RoPE uses, whatever layers apply none (what one
+        rotary module serves for the whole model, as transformers builds it for SmolLM3 or Qwen3-Next);
+        :class:`~ropekit.LayerLookupError` when layers use more than one table or none does."""
+        distinct = {id(table): table for table in self.tables.values()}
+        if len(distinct) != 1:
+            raise LayerLookupError("table", f"no one table serves every rotating layer: its layers are "
+                                   f"{self._layer_plan() or 'without RoPE'}; use model.for_layer(index) or "
+                                   "model[layer_type]")
+        return next(iter(distinct.values()))
 
     def for_layer(self, index: int) -> RopeTable | None:
-        """The table layer ``index`` uses, or ``None`` when that layer applies no RoPE."""
+        """The table layer ``index`` uses, or ``None`` when that layer applies no RoPE.
+
+        ``index`` counts the model's layers as its own code numbers them (``0 .. len(layer_types) - 1``
+        when the config lists them); anything else raises :class:`~ropekit.LayerLookupError`
+        (:class:`~ropekit.ArgumentTypeError` for a non-integer)."""
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise ArgumentTypeError("index", f"expected a layer index (an integer), got {index!r}")
         count = len(self.layer_types)
         if count and not 0 <= index < count:
-            raise IndexError(f"layer {index} out of range: the model has {count} layers")
+            raise LayerIndexError("index", f"layer {index} out of range: the model has {count} layers "
+                                   f"(0..{count - 1})")
+        if index < 0:
+            raise LayerIndexError("index", f"layer {index}: expected a layer index of 0 or more")
         if index in self.no_rope_layers:
             return None
-        if count:
-            layer_type = self.layer_types[index]
+        return self._table_of(self.layer_types[index] if count else None, int(index))
+
+    def _table_of(self, layer_type: str | None, index: int) -> RopeTable | None:
+        """The table of a layer of ``layer_type`` (``None``: the config lists no types)."""
+        if layer_type is not None:
             if layer_type in self.no_rope_types:
                 return None
             if layer_type in self.tables:
@@ -420,19 +563,21 @@ class ModelRope:
             return next(iter(self.tables.values()))
         if not self.tables:
             return None
-        raise LookupError("the config declares per-layer-type rope parameters but no layer_types")
+        raise LayerLookupError("index", "the config declares per-layer-type rope parameters but no layer_types, "
+                               f"so layer {index}'s type is unknown; its layer types are {self._layer_plan()}")
 
     def at(self, seq_len: int) -> ModelRope:
         """Every table at ``seq_len`` (see :meth:`RopeTable.at`)."""
         return attrs.evolve(self, tables={name: t.at(seq_len) for name, t in self.tables.items()})
 
     def to_json(self) -> dict[str, Any]:
-        """The ``ropekit table --json`` document: a layer type without RoPE is ``{"no_rope": true}``;
-        per-index NoPE layers are listed as ``no_rope_layers``."""
-        layers: dict[str, Any] = {name: table.to_json() for name, table in self.tables.items()}
-        for name in sorted(self.no_rope_types):
-            if name not in layers:
-                layers[name] = {"no_rope": True}
+        """The ``ropekit table --json`` document: one entry per layer type the model has
+        (:attr:`listed_types`; types sharing a table each show it), a layer type without RoPE is
+        ``{"no_rope": true}``; per-index NoPE layers are listed as ``no_rope_layers``."""
+        layers: dict[str, Any] = {}
+        for name in self.listed_types:
+            table = self[name]
+            layers[name] = table.to_json() if table is not None else {"no_rope": True}
         document: dict[str, Any] = {"layers": layers}
         if self.no_rope_layers:
             document["no_rope_layers"] = list(self.no_rope_layers)

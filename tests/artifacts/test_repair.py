@@ -667,7 +667,7 @@ def test_a_repaired_nope_layer_gives_transformers_logits_where_the_original_does
     transformers = pytest.importorskip("transformers", reason="transformers is not installed")
     source = ARTIFACTS / "onnx_smollm3_nope_dml"
     model = ropekit.load(source / "config.json")
-    tokens = model.table.geometry.max_position_embeddings or 0
+    tokens = model.rotating_table().geometry.max_position_embeddings or 0
     assert tokens == 256 and repair(model, source, tmp_path / "fixed").verdict == "repaired"
     ids = np.random.default_rng(0).integers(3, 96, size=(1, tokens)).astype(np.int64)
     reference = transformers.AutoModelForCausalLM.from_pretrained(source / "checkpoint").eval()

@@ -245,4 +245,4 @@ def test_flat_config_reports_declared_layer_types() -> None:
     model = ropekit.load(config)
     assert list(model.tables) == ["full_attention"]
     assert model.layer_types == ("linear_attention",) * 3 + ("full_attention",)
-    assert model.for_layer(3) is model.table
+    assert model.for_layer(3) is model.rotating_table()

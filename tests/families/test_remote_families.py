@@ -82,7 +82,7 @@ def test_a_published_config_gets_the_table_its_own_code_computes(name: str) -> N
     file, _, at = name.partition("@seq_len=")
     expected = REFERENCE[name]
     model = _load(file)
-    table = model.table.at(int(at)) if at else model.table
+    table = model.rotating_table().at(int(at)) if at else model.rotating_table()
     np.testing.assert_allclose(table.inv_freq, expected["inv_freq"], rtol=1e-12, atol=0)
     assert (table.rotary_dim, table.layout) == (expected["rotary_dim"], expected["layout"])
     assert table.attention_factor == pytest.approx(expected["attention_factor"], rel=1e-12)

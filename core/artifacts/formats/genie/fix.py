@@ -68,7 +68,10 @@ def plan_genie(model: ModelRope, report: AuditReport, plan: RepairPlan) -> None:
     if report.verdict == "no_table":
         plan.refuse(None, f"Genie: {report.reason or report.request or 'the file names no table'}")
         return
-    table = model.table
+    if not model.tables:
+        plan.refuse(None, f"Genie: the model applies no RoPE; {WHAT_WORKS}")
+        return
+    table = model.tables.get("full_attention", next(iter(model.tables.values())))  # _unsayable checks the others
     why = _unsayable(model, table)
     if why is not None:
         plan.refuse(None, f"Genie cannot serve {table.rope_type} from genie_config.json: {why}; {WHAT_WORKS}")
