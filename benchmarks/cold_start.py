@@ -1,6 +1,9 @@
-"""Cold-process cost of ``ropekit table CONFIG --json`` against ``python -c "import numpy"``.
+"""Cold-process cost of ``ropekit table CONFIG --json`` and of ``ropekit --help`` against ``python -c "import numpy"``.
 
-    python benchmarks/cold_start.py [--runs 21] [--config PATH] [--installs]
+    python benchmarks/cold_start.py [--runs 21] [--config PATH] [--installs] [--help-only]
+
+``ropekit --help`` (and ``--version``, ``list --no-import``) import neither numpy nor the stages that
+build tables: its ratio to the numpy import is printed last (``--help-only`` times just those two).
 
 Each command runs in a fresh interpreter, interleaved with the others, ``--runs`` times; the
 medians and their ratios are printed (machines are noisy: read the ratios). Python writes and
@@ -63,21 +66,26 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--config", default=str(SEED_CONFIG))
     parser.add_argument("--installs", action="store_true", help="also time fresh wheel and editable installs")
+    parser.add_argument("--help-only", action="store_true", help="time only `ropekit --help` and the numpy import")
     args = parser.parse_args()
     commands = {
         "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
         "import numpy, attrs, pluggy": [sys.executable, "-c", "import numpy, attrs, pluggy"],
         "ropekit table --json": [sys.executable, "-m", "ropekit", "table", args.config, "--json"],
+        "ropekit --help": [sys.executable, "-m", "ropekit", "--help"],
+        "ropekit list --no-import": [sys.executable, "-m", "ropekit", "list", "--no-import"],
     }
+    if args.help_only:
+        commands = {name: commands[name] for name in ("python -c 'import numpy'", "ropekit --help")}
     scratch = tempfile.TemporaryDirectory()
-    if args.installs:
+    if args.installs and not args.help_only:
         for kind, editable in (("wheel", False), ("editable", True)):
             python = _venv(Path(scratch.name) / kind, editable)
             commands[f"import numpy ({kind} venv)"] = [python, "-c", "import numpy"]
             commands[f"import numpy, attrs, pluggy ({kind})"] = [python, "-c", "import numpy, attrs, pluggy"]
             script = str(Path(python).parent / "ropekit")  # the console script a user types
             commands[f"ropekit table --json ({kind})"] = [script, "table", args.config, "--json"]
-    if _has_transformers():
+    if _has_transformers() and not args.help_only:
         commands["transformers (same table)"] = [sys.executable, "-c", TRANSFORMERS_SNIPPET, args.config]
     for command in commands.values():  # warm the page cache once
         _time(command)
@@ -94,8 +102,12 @@ def main() -> None:
         baseline = statistics.median(samples[base])
         print(f"{name:36s} {median * 1000:10.1f} {median / baseline:15.2f}")
     scratch.cleanup()
-    print("target: ropekit <= 1.3x the numpy-import process ('import numpy, attrs, pluggy' is the floor its "
-          "dependencies set)")
+    helped, numpy_import = (statistics.median(samples[name]) for name in ("ropekit --help", "python -c 'import numpy'"))
+    print(f"ropekit --help / python -c 'import numpy': {helped * 1000:.1f} / {numpy_import * 1000:.1f} ms = "
+          f"{helped / numpy_import:.2f} (medians of {args.runs}; below 1: --help imports no numpy)")
+    if not args.help_only:
+        print("target: ropekit <= 1.3x the numpy-import process ('import numpy, attrs, pluggy' is the floor its "
+              "dependencies set)")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 import pluggy
 
 from ..contract import hookspecs
-from ..contract.scheme import Scheme
 from ..errors import (
     DeclarationError,
     DuplicateSchemeError,
@@ -33,10 +32,11 @@ from ..errors import (
     UnknownRopeTypeError,
 )
 from .discovery import ENTRY_POINT_GROUP, FAMILY_GROUP, PluginInfo, allowed_from_env, blocked_from_env, discover
-from .loaded import LoadedScheme
 
 if TYPE_CHECKING:
     from ..contract.family import ModelFamily
+    from ..contract.scheme import Scheme
+    from .loaded import LoadedScheme
 
 __all__ = ["IN_PROCESS", "FamilyRegistry", "Registry", "SchemeStatus", "default_registry"]
 
@@ -266,7 +266,9 @@ class _Host:
         return declaration
 
     def _declared(self) -> type:
-        """The class a plugin's hook must return."""
+        """The class a plugin's hook must return (imported with the first plugin: listing plugins needs no numpy)."""
+        from ..contract.scheme import Scheme
+
         return Scheme
 
 
@@ -313,6 +315,9 @@ class Registry(_Host):
         return loaded
 
     def _load(self, rope_type: str, path: str) -> LoadedScheme:
+        from ..contract.scheme import Scheme
+        from .loaded import LoadedScheme
+
         claims = self.claims().get(rope_type)
         if not claims:
             raise self._unknown(rope_type, path)
