@@ -7,6 +7,7 @@ plugin is at fault (the line names its distribution). No traceback is printed fo
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import gc
 import sys
@@ -14,8 +15,15 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from ..errors import ArgumentError, MissingDependencyError, PluginError, RopeConfigError, RopekitError
-from .output import EXIT_INPUT, EXIT_PLUGIN, OUT
+from ..errors import (
+    ArgumentError,
+    ConfigSourceError,
+    MissingDependencyError,
+    PluginError,
+    RopeConfigError,
+    RopekitError,
+)
+from .output import EXIT_INPUT, EXIT_PLUGIN, OUT, report_error
 from .parser import build_parser
 
 __all__ = ["main", "run"]
@@ -34,8 +42,11 @@ def _show_warning(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status."""
-    args = build_parser(argv).parse_args(argv)
+    """Run the CLI; returns the exit status (argparse's usage errors, ``--help`` and ``--version`` exit
+    through :class:`SystemExit`, status 2 for an error)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in words  # anywhere: an error exit also prints its JSON object on stdout
+    args = build_parser(words).parse_args(words)
     OUT.append(sys.stdout)
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):
@@ -43,25 +54,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.showwarning = _show_warning  # one line per warning, no source excerpt
             status = args.handler(args)
     except RopeConfigError as error:
-        print(f"ropekit: error: {error}", file=sys.stderr)
-        return EXIT_INPUT
+        key = error.path or (_file(args) if isinstance(error, ConfigSourceError) else None)
+        return report_error(str(error), key, EXIT_INPUT, as_json=as_json)
     except ArgumentError as error:
-        print(f"ropekit: error: {_FLAGS.get(error.argument, error.argument)}: {error.problem}", file=sys.stderr)
-        return EXIT_INPUT
+        flag = _FLAGS.get(error.argument, error.argument)
+        return report_error(f"{flag}: {error.problem}", flag, EXIT_INPUT, as_json=as_json)
     except PluginError as error:
-        print(f"ropekit: plugin error: {error}", file=sys.stderr)
-        return EXIT_PLUGIN
+        return report_error(str(error), None, EXIT_PLUGIN, as_json=as_json, label="plugin error")
     except MissingDependencyError as error:
-        print(f"ropekit: error: {error}", file=sys.stderr)
-        return EXIT_INPUT
+        return report_error(str(error), None, EXIT_INPUT, as_json=as_json)
     except RopekitError as error:  # pragma: no cover - every subclass is handled above
-        print(f"ropekit: error: {error}", file=sys.stderr)
-        return EXIT_INPUT
+        return report_error(str(error), None, EXIT_INPUT, as_json=as_json)
     except BrokenPipeError:
         return 0
     finally:
         OUT.pop()
     return int(status or 0)
+
+
+def _file(args: argparse.Namespace) -> str | None:
+    """The config file a command was given (or found), which a :class:`ConfigSourceError` is about."""
+    config = getattr(args, "config", None)
+    return config if isinstance(config, str) else None
 
 
 def run() -> NoReturn:

@@ -24,9 +24,9 @@ from .commands import (
     cmd_scan,
     cmd_table,
 )
-from .output import EXIT_INPUT
+from .output import EXIT_INPUT, print_error_json
 
-__all__ = ["COMMANDS", "build_parser"]
+__all__ = ["COMMANDS", "build_parser", "usage_key"]
 
 _LENIENT = "warn about unknown keys instead of refusing them, and read an unknown model_type as Llama-style (a guess)"
 
@@ -55,12 +55,28 @@ def _columns() -> int:
 
 
 class _Parser(argparse.ArgumentParser):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, json_errors: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
+        self.json_errors = json_errors  # --json is on the command line: a usage error is also JSON on stdout
 
     def error(self, message: str) -> NoReturn:
+        if self.json_errors:
+            print_error_json(f"{self.prog}: {message}", usage_key(message), EXIT_INPUT)
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def usage_key(message: str) -> str | None:
+    """The flag or argument an argparse usage error names (``--seq-len``, ``CONFIG``, ``COMMAND``), or ``None``."""
+    head, _, rest = message.partition(": ")
+    if not rest:
+        return None
+    if head.startswith("argument "):  # "argument -o/--output: expected one argument"
+        names = head.removeprefix("argument ").split("/")
+        return next((name for name in names if name.startswith("--")), names[0])
+    if head in ("the following arguments are required", "unrecognized arguments", "ambiguous option"):
+        return rest.replace(",", " ").split()[0].split("=")[0]
+    return None
 
 
 def _positions(text: str) -> tuple[int, ...]:
@@ -147,8 +163,10 @@ def _build(argv: Sequence[str] | None) -> argparse.ArgumentParser:
     words = list(sys.argv[1:] if argv is None else argv)
     chosen = next((word for word in words if not word.startswith("-")), None)
     build_all = chosen not in COMMANDS
+    json_errors = "--json" in words
     parser = _Parser(
         prog="ropekit",
+        json_errors=json_errors,
         description="The RoPE tables a model's config.json declares, from the plugin registered for its rope_type.",
         epilog="Exit status: 0 ok; 1 check-plugin found failures or audit a mismatch; 2 invalid input (one line "
         "naming the key or rope_type); 3 an installed plugin is at fault (one line naming its distribution).",
@@ -159,7 +177,7 @@ def _build(argv: Sequence[str] | None) -> argparse.ArgumentParser:
     class _Commands:
         def add_parser(self, name: str, **kwargs: Any) -> Any:
             if build_all or name == chosen:
-                return real.add_parser(name, **kwargs)
+                return real.add_parser(name, json_errors=json_errors, **kwargs)
             return _Unused()  # each parser costs gettext look-ups on disk: build only the one used
 
     commands = _Commands()

@@ -85,8 +85,11 @@ def test_bad_config_exits_2_with_one_line(
     path.write_text(json.dumps(config))
     for command in ("table", "gap", "inspect"):
         code, out, err = run(capsys, command, str(path), "--json")
-        assert code == 2 and out == ""
+        assert code == 2 and json.loads(out) == {"error": err.removeprefix("ropekit: error: ").rstrip("\n"),
+                                                 "key": needle.partition(":")[0], "exit": 2}
         assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+        code, out, err = run(capsys, command, str(path))
+        assert code == 2 and out == "" and needle in err
 
 
 def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
