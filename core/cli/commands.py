@@ -351,6 +351,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty() and not args.json
     for row in scan(args.paths, supports=supports, audit=args.audit, jobs=args.jobs, strict=not args.lenient):
         rows.append(row)
+        for warning in row.warnings:  # the model named in each: a scan reads many
+            print(f"{chr(13) if progress else ''}ropekit: warning: {row.path}: {warning}", file=sys.stderr)
         if args.json:
             say(json.dumps(row.to_json(), allow_nan=False))
         if progress and len(rows) % 50 == 0:

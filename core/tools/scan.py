@@ -1,14 +1,19 @@
 """``ropekit scan``: every model under some folders, what each declares, and who would mis-serve it.
 
 A model is a folder holding ``config.json`` (a plain model folder, a Hugging Face hub-cache
-snapshot ``models--org--name/snapshots/<rev>/``, a Ryzen AI pack), an ONNX pack without one
+snapshot ``models--org--name/snapshots/<rev>/``, a Ryzen AI pack), a ``NAME.json`` model config in a
+folder without one (a JSON object stating ``model_type`` or ``architectures`` that is not a tokenizer,
+generation, processor or engine config: :mod:`~ropekit.tools.model_configs`), an ONNX pack without one
 (``genai_config.json`` + ``*.onnx``), or a ``.gguf`` file; ExecuTorch programs (``.pte``) are
 artifacts of the model whose ``config.json`` is beside or above them, as ONNX models are; so are
 OpenVINO IRs (``openvino_model.xml`` + ``.bin``) and Genie bundle configs (``genie_config.json``)
 beside a ``config.json``. Each
 becomes one :class:`ScanRow` with its own status; a bad model never stops the scan. Nothing is
 written anywhere. Directory symlinks are not followed (no loops); file symlinks are (the hub
-cache's blobs).
+cache's blobs). A path given that holds no model is refused by name (:class:`~ropekit.ArgumentError`).
+
+The warnings a model's config draws while it is read are its row's (:attr:`ScanRow.warnings`), each
+said once, not emitted: a scan of a thousand models names the model beside every warning.
 
 An ONNX model is paired with the nearest ``config.json`` above it: a model folder's ``.onnx`` files
 and those in its subfolders (``MODEL/onnx/``, onnxruntime-genai's and the hub's layout, up to
@@ -18,8 +23,11 @@ artifacts. A pack given on its own is paired with the ``config.json`` of the fol
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import threading
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +45,7 @@ from ..errors import (
     UnknownRopeTypeError,
 )
 from ..host.registry import Registry, default_registry
+from .model_configs import not_a_model, read_model_config
 
 __all__ = ["STATUSES", "ScanRow", "canonical_types", "find_models", "scan", "summarize"]
 
@@ -60,6 +69,8 @@ class Candidate:
     artifacts: tuple[str, ...] = ()
     config: str | None = None
     """The ``config.json`` that declares it, when not ``path/config.json`` (a pack below its model folder)."""
+    document: Any = attrs.field(default=None, eq=False, repr=False)
+    """The config already parsed to tell it is a model's (a ``NAME.json``): not read twice."""
 
 
 @attrs.frozen
@@ -75,11 +86,13 @@ class ScanRow:
     audit: dict[str, Any] | None = None
     config: str | None = None
     """The config that declares the model when it is not ``path/config.json``."""
+    warnings: tuple[str, ...] = ()
+    """The warnings reading this model's config drew (lenient keys, keys its code ignores), once each."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``ropekit scan --json`` line for this model."""
         record: dict[str, Any] = {"path": self.path, "status": self.status, "model_type": self.model_type,
-                                  "layers": self.layers, "reason": self.reason}
+                                  "layers": self.layers, "reason": self.reason, "warnings": list(self.warnings)}
         if self.config is not None:
             record["config"] = self.config
         if self.artifacts:
@@ -90,9 +103,19 @@ class ScanRow:
 
 
 def find_models(paths: Sequence[str], *, on_error: Callable[[str, str], None] | None = None) -> Iterator[Candidate]:
-    """Every model candidate under ``paths``, in a stable order (each root in order, sorted inside)."""
+    """Every model candidate under ``paths``, in a stable order (each root in order, sorted inside).
+
+    Raises :class:`~ropekit.ArgumentError` naming a path that is not there, is not a model's file, or
+    is a folder holding no model (after the candidates of the paths before it)."""
     seen: set[str] = set()
     budget = [MAX_ENTRIES]
+    noted = [0]
+
+    def note(path: str, problem: str) -> None:
+        noted[0] += 1
+        if on_error is not None:
+            on_error(path, problem)
+
     for root in paths:
         try:
             info = os.stat(root)
@@ -108,7 +131,13 @@ def find_models(paths: Sequence[str], *, on_error: Callable[[str, str], None] | 
             continue
         if not stat.S_ISDIR(info.st_mode):
             raise ArgumentError("paths", f"{root}: not a file or folder")
-        yield from _walk(root, seen, budget, on_error)
+        found, noted[0] = 0, 0
+        for candidate in _walk(root, seen, budget, note):
+            found += 1
+            yield candidate
+        if not found and not noted[0]:
+            raise ArgumentError("paths", f"{root}: holds no model (a folder with config.json, a model's NAME.json "
+                                "config, an ONNX pack, a .gguf); give a folder of models or a model's file")
 
 
 def _file_candidate(path: str) -> Candidate | None:
@@ -118,13 +147,29 @@ def _file_candidate(path: str) -> Candidate | None:
         return Candidate(folder, "config", _artifacts(folder, _listdir(folder)) + _nested_onnx(folder, set(), [
             MAX_ENTRIES]))
     if name.endswith(".json"):  # a config file named on the command line (no artifacts beside it)
-        return Candidate(path, "config_file")
+        return _named_config(path)
     if name.endswith(".gguf"):
         return Candidate(path, "gguf")
     if name.endswith((".onnx", ".pte")):
         folder = os.path.dirname(path) or "."
         return _pack(folder, (path,))
     return None
+
+
+def _named_config(path: str) -> Candidate:
+    """A ``NAME.json`` named on the command line: a candidate unless it is known not to be a model's
+    config (a tokenizer, generation or engine config), which is refused naming what it is."""
+    from ..config.source import read_config
+
+    try:
+        document, _ = read_config(path)
+    except RopeConfigError:
+        return Candidate(path, "config_file")  # its row says why it cannot be read
+    problem = not_a_model(document, path)
+    if problem is not None:
+        raise ArgumentError("paths", f"{path}: {problem}, not a model's config; give the model's config.json (a JSON "
+                            "object with model_type or architectures), a .gguf, .onnx or .pte, or a folder to walk")
+    return Candidate(path, "config_file", document=document)
 
 
 def _pack(folder: str, artifacts: tuple[str, ...]) -> Candidate:
@@ -221,6 +266,11 @@ def _walk(
                     if path not in seen:
                         seen.add(path)
                         yield Candidate(path, "gguf")
+                elif entry.name.endswith(".json") and not entry.name.startswith(".") and _is_file(entry):
+                    document = read_model_config(entry.path)
+                    if document is not None and entry.path not in seen:
+                        seen.add(entry.path)
+                        yield Candidate(entry.path, "config_file", document=document)
         subfolders = [entry.path for entry in entries if _is_real_dir(entry) and not entry.name.startswith(".")
                       and entry.name not in _SKIPPED]
         stack.extend(reversed(subfolders))
@@ -278,20 +328,51 @@ def scan(
     candidates = find_models(paths, on_error=note)
 
     def row(candidate: Candidate) -> ScanRow:
+        caught: list[str] = []
+        _CAUGHT.rows = caught  # this thread's warnings are this row's
         try:
-            return _row(candidate, registry, supported, audit, strict)
+            made = _row(candidate, registry, supported, audit, strict)
         except Exception as error:  # a bad model never stops the scan; its row says what broke
-            return ScanRow(candidate.path, "refused", reason=f"cannot read: {type(error).__name__}: {error}")
+            made = ScanRow(candidate.path, "refused", reason=f"cannot read: {type(error).__name__}: {error}")
+        finally:
+            del _CAUGHT.rows
+        return attrs.evolve(made, warnings=tuple(dict.fromkeys(caught))) if caught else made
 
     if audit and jobs > 1:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
+        with _recording(), ThreadPoolExecutor(max_workers=jobs) as pool:
             yield from pool.map(row, candidates)
     else:
         for candidate in candidates:
-            yield row(candidate)
+            with _recording():
+                made = row(candidate)
+            yield made
             while errors:
                 yield errors.pop(0)
     yield from errors
+
+
+_CAUGHT = threading.local()
+"""``rows``: the list a thread building a row keeps its warnings in (absent between rows)."""
+
+
+@contextlib.contextmanager
+def _recording() -> Iterator[None]:
+    """Warnings raised in a thread building a row go to that row (every one, whatever the filters
+    outside: a scan reports, it does not stop); those of other code go where they went before."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        elsewhere = warnings.showwarning
+
+        def keep(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+                 line: str | None = None) -> None:
+            rows = getattr(_CAUGHT, "rows", None)
+            if rows is None:
+                elsewhere(message, category, filename, lineno, file, line)
+            else:
+                rows.append(str(message))
+
+        warnings.showwarning = keep
+        yield
 
 
 def _row(
@@ -309,8 +390,8 @@ def _row(
     config_path = candidate.config or (
         candidate.path if candidate.kind == "config_file" else os.path.join(candidate.path, "config.json"))
     model_type = None
-    try:
-        config, _ = read_config(config_path)  # parsed once: the mapping is what load() gets
+    try:  # parsed once: the mapping is what load() gets
+        config = candidate.document if candidate.document is not None else read_config(config_path)[0]
         model_type = _model_type(config)
         model = load(config, strict=strict, registry=registry)
     except UnknownRopeTypeError as error:

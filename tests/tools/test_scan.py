@@ -70,9 +70,10 @@ def test_unknown_code_is_its_own_status_and_a_model_without_rope_is_refused(tmp_
     assert "model_type 'stranger_lm' is not a class of transformers" in rows["stranger"].reason
     assert "'gpt2' applies no RoPE: learned absolute position embeddings" in rows["gpt2"].reason
     assert summarize(rows.values())["status"] == {"ok": 1, "refused": 1, "unknown_model": 1}
-    with pytest.warns(UserWarning, match="'stranger_lm' is unknown to ropekit"):
-        lenient = {os.path.basename(row.path): row.status for row in scan([str(tmp_path)], strict=False)}
-    assert lenient["stranger"] == "ok"
+    lenient = {os.path.basename(row.path): row for row in scan([str(tmp_path)], strict=False)}  # nothing emitted
+    assert lenient["stranger"].status == "ok" and lenient["plain"].warnings == ()
+    (warning,) = lenient["stranger"].warnings  # the row's own, said once
+    assert "model_type 'stranger_lm' is unknown to ropekit" in warning
     command = subprocess.run([sys.executable, "-m", "ropekit", "scan", str(tmp_path), "--json"],
                              capture_output=True, text=True, check=False)
     lines = [json.loads(line) for line in command.stdout.splitlines()]
@@ -240,3 +241,99 @@ def test_executorch_programs_are_audited_beside_their_config_or_given_alone(tmp_
     assert wrong.status == "mismatch" and "llama3 with factor 8 (declared 32.0)" in wrong.reason
     (alone,) = scan([str(tmp_path / "pte_llama32_as_llama31" / "model.pte")], audit=True)
     assert alone.status == "mismatch" and alone.reason == wrong.reason
+
+
+NOT_MODELS = {
+    "tokenizer_config.json": {"model_type": "llama", "tokenizer_class": "LlamaTokenizer", "model_max_length": 4096},
+    "generation_config.json": {"_from_model_config": True, "bos_token_id": 1, "model_type": "llama"},
+    "preprocessor_config.json": {"image_processor_type": "Qwen2VLImageProcessor", "model_type": "qwen2_vl"},
+    "genai_config.json": {"model": {"type": "llama", "context_length": 4096}, "search": {"max_length": 4096}},
+    "mlc-chat-config.json": {"model_type": "llama", "model_config": {"hidden_size": 64}, "conv_template": "llama-3"},
+    "trtllm-checkpoint.json": {"architecture": "LlamaForCausalLM", "rotary_base": 500000.0, "model_type": "llama",
+                               "hidden_size": 2048, "num_attention_heads": 32},
+    "genie.json": {"dialog": {"engine": {"model": {"positional-encoding": {}}}}, "model_type": "llama"},
+    "model.safetensors.index.json": {"metadata": {"model_type": "llama"}, "weight_map": {}},
+    "notes.json": {"title": "not a model at all"},
+    "list.json": [{"model_type": "llama"}],
+}
+
+
+def test_a_folder_of_named_configs_is_a_folder_of_models(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``NAME.json`` model configs count as models; tokenizer, generation, processor and engine configs do not,
+    whatever keys they share with one."""
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (folder / "llama-3.2-1b.json").write_text(json.dumps(SEED))
+    (folder / "phi-3.json").write_text(json.dumps({**PHI3, "architectures": ["Phi3ForCausalLM"]}))
+    (folder / "by-class.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "head_dim": 64}))
+    for name, document in NOT_MODELS.items():
+        (folder / name).write_text(json.dumps(document))
+    rows = {os.path.basename(row.path): row for row in scan([str(folder)])}
+    assert {name: row.status for name, row in rows.items()} == {
+        "by-class.json": "ok", "llama-3.2-1b.json": "ok", "phi-3.json": "ok"}
+    assert rows["llama-3.2-1b.json"].layers["full_attention"]["rope_type"] == "llama3"
+    assert rows["phi-3.json"].model_type == "phi3"
+    from ropekit.cli import main
+
+    assert main(["scan", str(folder)]) == 0
+    assert "3 models: 3 ok; rope_types: default 1, llama3 1, longrope 1" in capsys.readouterr().out
+
+
+def test_a_model_folders_other_json_files_are_its_own(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(PLAIN))
+    (model / "tokenizer_config.json").write_text(json.dumps(NOT_MODELS["tokenizer_config.json"]))
+    (model / "draft.json").write_text(json.dumps(PHI3))  # beside a config.json: the folder is the one model
+    assert [(row.path, row.status) for row in scan([str(tmp_path)])] == [(str(model), "ok")]
+
+
+def test_a_path_holding_no_model_is_refused_by_name(tmp_path: Path) -> None:
+    from ropekit import ArgumentError
+
+    empty = tmp_path / "empty"
+    (empty / "sub").mkdir(parents=True)
+    (empty / "sub" / "notes.json").write_text(json.dumps(NOT_MODELS["notes.json"]))
+    (empty / "tokenizer_config.json").write_text(json.dumps(NOT_MODELS["tokenizer_config.json"]))
+    with pytest.raises(ArgumentError, match=f"^paths: {empty}: holds no model ") as caught:
+        list(scan([str(empty)]))
+    assert caught.value.argument == "paths"
+    named = empty / "tokenizer_config.json"
+    with pytest.raises(ArgumentError, match=f"^paths: {named}: a tokenizer config, not a model's config; give"):
+        list(scan([str(named)]))
+    engine = tmp_path / "my-genie.json"  # known by its keys, whatever its name
+    engine.write_text(json.dumps(NOT_MODELS["genie.json"]))
+    with pytest.raises(ArgumentError, match="a Qualcomm Genie engine config, not a model's config"):
+        list(scan([str(engine)]))
+    command = subprocess.run([sys.executable, "-m", "ropekit", "scan", str(empty)], capture_output=True, text=True,
+                             check=False, timeout=60)
+    assert command.returncode == 2 and command.stdout == ""
+    assert command.stderr == (f"ropekit: error: PATH: {empty}: holds no model (a folder with config.json, a model's "
+                              "NAME.json config, an ONNX pack, a .gguf); give a folder of models or a model's file\n")
+
+
+def test_every_warning_names_its_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name, config in (("stranger", STRANGER), ("plain", PLAIN)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(config))
+    extra = {"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": 2.0, "extra": 1}}
+    (tmp_path / "extra.json").write_text(json.dumps(extra))
+    from ropekit.cli import main
+
+    assert main(["scan", str(tmp_path), "--lenient", "--json"]) == 0
+    out, err = capsys.readouterr()
+    records = {os.path.basename(record["path"]): record for record in map(json.loads, out.splitlines()[:-1])}
+    assert records["plain"]["warnings"] == []
+    assert records["extra.json"]["warnings"] == [
+        "rope_scaling.extra: unknown key for rope_type 'linear'; its keys are: factor (ignored)"]
+    (stranger,) = records["stranger"]["warnings"]
+    assert "'stranger_lm' is unknown to ropekit" in stranger
+    assert err.splitlines() == [
+        f"ropekit: warning: {tmp_path / 'extra.json'}: {records['extra.json']['warnings'][0]}",
+        f"ropekit: warning: {tmp_path / 'stranger'}: {stranger}",
+    ]
+    assert main(["scan", str(tmp_path), "--lenient"]) == 0  # the table for people: the same lines on stderr
+    assert capsys.readouterr().err.splitlines()[0].startswith(f"ropekit: warning: {tmp_path / 'extra.json'}: ")
+    threaded = {os.path.basename(row.path): row.warnings  # rows built on worker threads keep their own
+                for row in scan([str(tmp_path)], strict=False, audit=True, jobs=3)}
+    assert threaded == {"extra.json": tuple(records["extra.json"]["warnings"]), "plain": (), "stranger": (stranger,)}
