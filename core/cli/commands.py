@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -241,7 +242,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from ..artifacts.read import read_for_audit
 
     if args.config is None:
-        return _gguf_self_check(args)
+        if not os.path.isdir(str(args.served)):
+            return _gguf_self_check(args)
+        _config_inside_served(args)
     model = _load(args)
     artifact = read_for_audit(model, args.served, n_ctx=args.n_ctx, dtype=args.dtype, sin=args.sin,
                               layout=args.layout)
@@ -262,6 +265,8 @@ def cmd_repair(args: argparse.Namespace) -> int:
     from ..artifacts.read import read_for_audit
     from ..artifacts.repair import repair
 
+    if args.config is None:
+        _config_inside_served(args)
     model = _load(args)
     checked_paths(str(args.served), str(args.out))  # refused before anything is read
     report = audit_artifact(model, read_for_audit(model, args.served, n_ctx=args.n_ctx))  # the command's one audit
@@ -278,6 +283,22 @@ def cmd_repair(args: argparse.Namespace) -> int:
     else:
         say(f"not repairable: {result.reason}; nothing written")
     return EXIT_CHECKS_FAILED if result.verdict == "not_repairable" else 0
+
+
+def _config_inside_served(args: argparse.Namespace) -> None:
+    """CONFIG not given: the model's ``config.json`` inside the ``--served`` folder becomes ``args.config``
+    (an engine's own config there, ``genai_config.json`` or a Genie config, is not the model's)."""
+    from ..tools.model_configs import model_config_in
+
+    served = str(args.served)
+    if not os.path.isdir(served):
+        raise RopeConfigError("CONFIG", f"missing: give the model's config.json (without it, only a --served folder "
+                              f"holding the model's config.json can be {args.command}ed; {served} is not a folder)")
+    found, why = model_config_in(served)
+    if found is None:
+        raise RopeConfigError("CONFIG", f"missing, and the --served folder {served} {why}: give the model's "
+                              "config.json (a JSON object with model_type or architectures)")
+    args.config = found
 
 
 def _gguf_self_check(args: argparse.Namespace) -> int:

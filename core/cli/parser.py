@@ -183,10 +183,13 @@ def _build(argv: Sequence[str] | None) -> argparse.ArgumentParser:
     commands = _Commands()
 
     def config_command(
-        name: str, help_text: str, handler: Callable[[argparse.Namespace], int | None]
+        name: str, help_text: str, handler: Callable[[argparse.Namespace], int | None], config_help: str = ""
     ) -> Any:
         sub = commands.add_parser(name, help=help_text, description=help_text)
-        sub.add_argument("config", metavar="CONFIG", help="a config.json, or a model directory holding one")
+        if config_help:
+            sub.add_argument("config", metavar="CONFIG", nargs="?", help=config_help)
+        else:
+            sub.add_argument("config", metavar="CONFIG", help="a config.json, or a model directory holding one")
         sub.add_argument("--json", action="store_true", help="machine-readable output")
         sub.add_argument("--lenient", action="store_true", help=_LENIENT)
         sub.set_defaults(handler=handler)
@@ -212,8 +215,9 @@ def _build(argv: Sequence[str] | None) -> argparse.ArgumentParser:
         "match, 1 mismatch or no table, 2 invalid input.",
     )
     auditor.add_argument("config", metavar="CONFIG", nargs="?",
-                         help="the model's config.json or directory (optional for a .gguf: then it is checked "
-                         "against itself for red flags)")
+                         help="the model's config.json or directory (default: the config.json inside a --served "
+                         "folder, never an engine's own genai_config.json or genie_config.json; a .gguf without "
+                         "CONFIG is checked against itself for red flags)")
     auditor.add_argument("--served", required=True, metavar="ARTIFACT",
                          help="ONNX model/pack, .gguf, .pte, OpenVINO IR (folder or .xml), Genie bundle (folder or "
                          "genie_config.json), or .npy/.f64/.f32/.f16 table or cos cache")
@@ -240,7 +244,8 @@ def _build(argv: Sequence[str] | None) -> argparse.ArgumentParser:
         "repair", "Write a corrected copy of an ONNX pack, a GGUF, an OpenVINO IR (its rope constants in a copy of the "
         ".bin) or a Genie genie_config.json that serves the declared table (the original is never touched). Exit 0 "
         "repaired or already right, 1 not repairable in its format (named), 2 invalid input.",
-        cmd_repair)
+        cmd_repair, config_help="the model's config.json or directory (default: the config.json inside a --served "
+        "folder, never an engine's own genai_config.json or genie_config.json)")
     repairer.add_argument("--served", required=True, metavar="ARTIFACT",
                           help="the onnxruntime-genai pack (directory or model.onnx), .gguf, OpenVINO IR (folder: "
                           "--out a folder; X.xml: --out Y.xml, weights to Y.bin) or Genie bundle (folder or "
