@@ -335,9 +335,10 @@ def _table_for(name: str, rope: ModelRope) -> tuple[RopeTable, str]:
     layer_type = _layer_type(name, rope)
     if layer_type is None and len(rope.tables) == 1:
         layer_type = next(iter(rope.tables))
-    if layer_type is None or layer_type not in rope.tables:
+    found = rope[layer_type] if layer_type is not None and layer_type in rope.listed_types else None
+    if layer_type is None or found is None:
         raise ArgumentError("model", f"{name}: cannot tell which layer type it serves (have {sorted(rope.tables)})")
-    return rope.tables[layer_type], layer_type
+    return found, layer_type
 
 
 def _probe(module: Module, dims: int, traditional: bool, start: int, count: int) -> tuple[Any, Any]:

@@ -306,10 +306,14 @@ class RotaryEmbedding(torch.nn.Module):
                 raise ArgumentError("layer_type", f"the model has several layer types {sorted(self.tables)}; "
                                     "name one")
             table = next(iter(self.tables.values()))
-        elif layer_type in self.tables:
-            table = self.tables[layer_type]
+        elif layer_type in self.model_rope.listed_types:  # a type whose layers share another's table included
+            found = self.model_rope[layer_type]
+            if found is None:
+                raise ArgumentError("layer_type", f"layers of type {layer_type!r} apply no RoPE: no table to serve")
+            table = found
         else:
-            raise ArgumentError("layer_type", f"unknown layer type {layer_type!r}; have {sorted(self.tables)}")
+            raise ArgumentError("layer_type", f"unknown layer type {layer_type!r}; have "
+                                f"{sorted(self.model_rope.listed_types)}")
         if seq_len is not None and table.switch_at is not None and seq_len > table.switch_at:
             table = table.at(seq_len)
         return table

@@ -257,9 +257,11 @@ def audit_rotary(
         if len(rope.tables) != 1:
             raise ArgumentError("layer_type", f"the config has several layer types {sorted(rope.tables)}; name one")
         layer_type = next(iter(rope.tables))
-    if layer_type not in rope.tables:
-        raise ArgumentError("layer_type", f"unknown layer type {layer_type!r}; the config has {sorted(rope.tables)}")
-    table = rope.tables[layer_type]
+    declared = rope[layer_type] if layer_type in rope.listed_types else None
+    if declared is None:
+        raise ArgumentError("layer_type", f"unknown layer type {layer_type!r}, or one without RoPE; the config's "
+                            f"tables serve {sorted(rope.tables)}")
+    table = declared
     read = _read_module(module, layer_type, max_model_len)
     if read.regime is not None and table.rope_type != "longrope" \
             and (table.switch_at is None or table.switch_at >= max_model_len):

@@ -499,11 +499,18 @@ CHECKS: tuple[str, ...] = tuple(_CHECK_FUNCTIONS)
 def run_checks(
     rope_type: str, *, registry: Registry | None = None, checks: Sequence[str] = CHECKS
 ) -> list[CheckResult]:
-    """Run ``checks`` on ``rope_type``; every check runs even when an earlier one fails.
+    """Run ``checks`` on ``rope_type``; every check runs even when an earlier one fails, except when the
+    plugin does not load at all: the first check reports why, once, and the others are ``not_run``.
 
     A plugin passes when no result ``failed`` (a check ``not_run`` is reported, not failed)."""
-    results = []
+    results: list[CheckResult] = []
+    loads = _loads(rope_type, registry or default_registry())
     for name in checks:
+        if not loads and any(result.failed for result in results):
+            first = next(result.check for result in results if result.failed)
+            results.append(CheckResult(rope_type, name, False, f"not run: the plugin does not load ({first} says why)",
+                                       not_run=True))
+            continue
         try:
             _CHECK_FUNCTIONS[name](rope_type, registry=registry)
         except CheckNotRun as reason:
@@ -515,6 +522,15 @@ def run_checks(
         else:
             results.append(CheckResult(rope_type, name, True))
     return results
+
+
+def _loads(rope_type: str, registry: Registry) -> bool:
+    """Whether ``rope_type``'s plugin loads (its scheme is served): every check needs it to."""
+    try:
+        registry.scheme(rope_type)
+    except RopekitError:
+        return False
+    return True
 
 
 def conformance_suite(
