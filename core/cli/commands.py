@@ -186,10 +186,12 @@ def cmd_check_plugin(args: argparse.Namespace) -> int:
     else:
         say(f"{args.name}  ({owner.distribution} {owner.version}, {owner.target})")
         labels = {"pass": "PASS", "fail": "FAIL", "not_run": "NOT RUN"}
+        said = ""
         for result in results:
             say(f"  {labels[result.status]:<7}  {result.check}")
-            if not result.passed:
+            if not result.passed and result.message != said:  # a reason shared by the next checks is said once
                 say(f"           {result.message}")
+                said = result.message
         not_run = sum(r.not_run for r in results)
         say(f"{sum(r.passed for r in results)} passed, {sum(r.failed for r in results)} failed"
               + (f", {not_run} not run" if not_run else ""))

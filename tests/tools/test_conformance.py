@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -70,11 +74,33 @@ def test_wrong_example_values_fail_examples(make_dist: MakeDist) -> None:
     assert "inv_freq[0] = 1.0, declared 0.5" in failed["examples"]
 
 
-def test_broken_import_fails_every_check_naming_the_distribution(make_dist: MakeDist) -> None:
+def test_broken_import_fails_the_first_check_once_naming_the_distribution(make_dist: MakeDist) -> None:
     make_dist("ropekit-boom", {"boom": "boom_plugin"}, {"boom_plugin": "raise ImportError('no numpy for you')"})
-    failed = _failed("boom", Registry(read_env=False))
-    assert set(failed) == set(CHECKS)
-    assert all("ropekit-boom" in message and "no numpy for you" in message for message in failed.values())
+    results = run_checks("boom", registry=Registry(read_env=False))
+    assert [result.status for result in results] == ["fail"] + ["not_run"] * (len(CHECKS) - 1)
+    first = results[0]
+    assert first.check == "entry_point" and "ropekit-boom" in first.message and "no numpy for you" in first.message
+    assert {result.message for result in results[1:]} == {"not run: the plugin does not load (entry_point says why)"}
+    assert sum("no numpy for you" in result.message for result in results) == 1
+    later = run_checks("boom", registry=Registry(read_env=False), checks=("examples", "declaration"))
+    assert [(result.check, result.status) for result in later] == [("examples", "fail"), ("declaration", "not_run")]
+    assert "no numpy for you" in later[0].message
+
+
+def test_check_plugin_prints_a_load_failure_once(make_dist: MakeDist, tmp_path: Path) -> None:
+    make_dist("ropekit-boom", {"boom": "boom_plugin"}, {"boom_plugin": "raise ImportError('no numpy for you')"})
+    env = {"PYTHONPATH": str(tmp_path / "site"), "PATH": ""}
+    text = subprocess.run([sys.executable, "-m", "ropekit", "check-plugin", "boom"], capture_output=True, text=True,
+                          check=False, env=env)
+    assert text.returncode == 1 and text.stdout.count("no numpy for you") == 1
+    assert text.stdout.count("NOT RUN") == len(CHECKS) - 1 and text.stdout.count("the plugin does not load (") == 1
+    assert text.stdout.splitlines()[-1] == f"0 passed, 1 failed, {len(CHECKS) - 1} not run"
+    done = subprocess.run([sys.executable, "-m", "ropekit", "check-plugin", "boom", "--json"], capture_output=True,
+                          text=True, check=False, env=env)
+    document = json.loads(done.stdout)
+    assert done.returncode == 1 and document["passed"] is False
+    assert [check["status"] for check in document["checks"]] == ["fail"] + ["not_run"] * (len(CHECKS) - 1)
+    assert done.stdout.count("no numpy for you") == 1
 
 
 BARE_PLUGIN = """
