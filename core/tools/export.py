@@ -26,10 +26,12 @@ one, never a mix, and nothing is ever written through a symlink.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import stat
 import tempfile
@@ -72,7 +74,7 @@ def escape_name(name: str) -> str:
 def _create(path: str) -> Any:
     """A new file for writing that is not, and cannot become, a symlink followed."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    return os.fdopen(os.open(path, flags, 0o644), "wb")
+    return os.fdopen(os.open(path, flags, 0o666), "wb")  # as open() makes files: the umask decides
 
 
 def _write(directory: str, stem: str, array: npt.NDArray[Any]) -> dict[str, Any]:
@@ -166,7 +168,7 @@ def export(
     parent = os.path.dirname(target)
     try:
         os.makedirs(parent, exist_ok=True)
-        staging = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=parent)
+        staging = _staging_folder(target)
     except OSError as error:
         raise ArgumentError("directory", f"{target}: cannot write there: {error.strerror or error}") from None
     try:
@@ -179,6 +181,21 @@ def export(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return manifest
+
+
+def _staging_folder(target: str) -> str:
+    """A new, uniquely named folder beside ``target`` for the export to be written in, made with the
+    mode the umask leaves of 0777, as ``mkdir`` makes any folder (``tempfile.mkdtemp`` makes 0700
+    whatever the umask, and the folder becomes the export)."""
+    parent, base = os.path.dirname(target), os.path.basename(target)
+    for _ in range(100):
+        path = os.path.join(parent, f".{base}.{secrets.token_hex(6)}.tmp")
+        try:
+            os.mkdir(path, 0o777)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(errno.EEXIST, "no unused staging folder name", parent)  # pragma: no cover
 
 
 def _check_target(target: str) -> None:

@@ -297,3 +297,21 @@ def test_c_reader_refuses_axis_counts_it_cannot_serve(tmp_path: Path) -> None:
     export(ropekit.load(SEED_CONFIG), tmp_path / "text")
     text = subprocess.run([str(binary), str(tmp_path / "text"), "1", "2", "3"], capture_output=True, text=True)
     assert text.returncode == 2 and "is a text table" in text.stderr
+
+
+@pytest.mark.parametrize(("umask", "folder", "files"), [(0o022, 0o755, 0o644), (0o002, 0o775, 0o664),
+                                                         (0o077, 0o700, 0o600)])
+def test_the_export_honours_the_umask(tmp_path: Path, capsys: pytest.CaptureFixture[str], umask: int, folder: int,
+                                      files: int) -> None:
+    """The folder and its files get the modes every tool's mkdir and open give them (not mkdtemp's 0700)."""
+    previous = os.umask(umask)
+    try:
+        assert main(["export", str(SEED_CONFIG), "--out", str(tmp_path / "out"), "--positions", "16"]) == 0
+        assert main(["export", str(SEED_CONFIG), "--out", str(tmp_path / "out"), "--positions", "8"]) == 0  # replaced
+    finally:
+        os.umask(previous)
+    capsys.readouterr()
+    assert (tmp_path / "out").stat().st_mode & 0o777 == folder
+    modes = {path.name: path.stat().st_mode & 0o777 for path in (tmp_path / "out").iterdir()}
+    assert "manifest.json" in modes and set(modes.values()) == {files}
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out"]  # no staging folder left beside it
