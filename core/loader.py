@@ -25,7 +25,7 @@ from .config.declared import as_declared
 from .config.families import READ_KEYS, REMOTE_FAMILIES
 from .config.identify import language_model
 from .config.parse import RopeBlock, parse_config
-from .config.remote import ARCHITECTURES, internlm_rotary
+from .config.remote import ARCHITECTURES, internlm_code
 from .config.source import read_config
 from .config.validation import validate_params
 from .errors import RopeConfigError, SchemeDeclarationError
@@ -80,8 +80,8 @@ def load(
     config, origin = read_config(source)
     registry = registry or default_registry()
     config = _named_by_architecture(config, registry)
-    if config.get("model_type") == "internlm" and isinstance(config.get("rotary"), Mapping):
-        config = internlm_rotary(config)  # InternLM's 2023 spelling, read as its code reads it
+    if config.get("model_type") == "internlm":
+        config = internlm_code(config)  # the InternLM code its repository ships, read as that code reads it
     family = _declared_family(config, registry)
     if family is not None and family.variants:
         config, family = _variant(config, family, registry)

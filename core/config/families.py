@@ -156,6 +156,10 @@ FAMILIES: Mapping[str, Family] = {
 
 _DEFAULT = Family()
 
+CHATGLM_V1 = Family(layout="neox")
+"""ChatGLM-6B (v1) with ``position_encoding_2d`` false: ``RotaryEmbedding(hidden_size // num_attention_heads,
+base=10000)`` over the whole head, ``rotate_half`` over its halves (THUDM/chatglm-6b ``modeling_chatglm.py``)."""
+
 REMOTE_FAMILIES: Mapping[str, str] = {
     "chatglm": "ChatGLM2/3 and GLM-4 remote code (modeling_chatglm.py): rotary over half of kv_channels, "
                "interleaved pairs, base 10000 * rope_ratio",
@@ -241,6 +245,7 @@ READ_KEYS = frozenset({
     # GPT-NeoX / Qwen v1 / GPT-J / CodeGen / MiniMax / ChatGLM / Phi-3-small names for the same facts
     "rotary_pct", "rotary_emb_base", "rotary_dim", "rotary", "n_embd", "n_head", "n_layer", "n_positions",
     "num_layers", "kv_channels", "rope_ratio", "original_rope", "seq_length", "use_dynamic_ntk", "use_logn_attn",
+    "position_encoding_2d",
     "rope_embedding_base", "rope_position_scale", "rotary_value",
     # which layers rotate
     "no_rope_layers", "no_rope_layer_interval", "attn_type_list", "full_attention_interval", "full_attn_idxs",

@@ -23,6 +23,7 @@ from ..errors import NoRopeError, RopeConfigError
 from .classes import facts_for, transformers_version
 from .families import (
     ATTENTION_LAYER_TYPES,
+    CHATGLM_V1,
     CLASS_LOCAL_THETA,
     CLASS_THETA,
     NO_ROPE_LAYER_TYPES,
@@ -33,7 +34,7 @@ from .families import (
 )
 from .identify import FamilyLookup, identify
 from .layers import FLAT_LAYER_TYPE, plan_layers
-from .remote import baichuan_rotates, chatglm_code
+from .remote import baichuan_rotates, chatglm_code, chatglm_generation
 from .screen import NOT_SERVED, judge, screen_keys
 from .source import read_config
 from .spellings import KeyReading, key_reading
@@ -175,6 +176,8 @@ def parse_config(
     identity = identify(config, strict=strict, plugin_family=plugin_family)
     view = ConfigView(config, identity.defaults, model_type=identity.model_type, wrapper_keys=identity.wrapper_keys)
     family = identity.family or family_for(view.get("model_type"))
+    if view.get("model_type") == "chatglm" and chatglm_generation(view) == 1:  # ChatGLM-6B's own code, 1-D
+        family = CHATGLM_V1
     _refuse_unserved(view)
     if view.get("model_type") == "baichuan":
         baichuan_rotates(config, view)
@@ -274,6 +277,7 @@ def _served(view: ConfigView, blocks: tuple[RopeBlock, ...], source: Mapping[str
         "rope_theta": lambda block: block.geometry.theta,
         "partial_rotary_factor": lambda block: block.geometry.partial_rotary_factor,
         "head_dim": lambda block: block.geometry.head_dim,
+        "rotary_dim": lambda block: block.geometry.rotary_dim,
     }
     if fact in ("rope_scaling", "rope_parameters"):
         return source if source else {}
@@ -395,6 +399,9 @@ _UNSERVED: Mapping[str, tuple[object, str]] = {
                       "carry no query scaling"),
     "original_rope": (True, "ChatGLM's code implements only original_rope true"),
     "rotary": (True, "GPT-J's code always rotates; false is not a configuration its code has"),
+    "position_encoding_2d": (False, "RoPE over two position streams (GLM's 2-D positions: each head's halves rotated "
+                             "by position_ids and block_position_ids) is not expressed by a table, which rotates by "
+                             "one; valid: false"),
     "rope_position_scale": (1.0, "Phi-3-small's position scale other than 1 is not served by ropekit"),
     "rotary_value": (False, "RoFormer's code then rotates the attention values too (apply_rotary_position_embeddings "
                      "with value_layer); a table says what rotates queries and keys, so a forward would miss it"),

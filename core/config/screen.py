@@ -56,7 +56,23 @@ whether positions have sections, ``mrope_interleaved``: whether those sections i
 ``rope``: whether the model rotates)."""
 
 
-_FACTS = {"mrope": "mrope sections", "mrope_interleaved": "interleaved mrope sections", "rope": "RoPE"}
+_FACTS = {"mrope": "mrope sections", "mrope_interleaved": "interleaved mrope sections", "rope": "RoPE",
+          "rotary_dim": "the rotated width"}
+
+WORD_MEANS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("partial_rotary_factor", ("pct", "percent", "fraction", "frac", "portion", "partial")),
+    ("rope_theta", ("theta", "base")),
+    ("rotary_dim", ("dim", "dims", "ndims", "width", "channels")),
+    ("rope_interleave", ("interleave", "interleaved", "traditional", "gptj")),
+)
+"""The fact a RoPE-looking key states by the words of its name, whatever the family or spelling
+(CodeGeeX2's ``rotary_percent``, llama.cpp's ``rope_freq_base``, ``rotary_ndims``): a name whose words
+name exactly one fact states that fact; one naming none, or more than one (``rope_scaling_base_factor``),
+states none ropekit can judge, and is refused. Words that change a fact's meaning (``scale``, ``factor``,
+``local``, ``global``, ``swa``, ``compress``, ``sliding``, ``vision``, ``audio``) make the name state none."""
+
+_QUALIFIERS = frozenset({"scale", "scaling", "factor", "local", "global", "swa", "compress", "sliding", "vision",
+                         "audio", "max", "min", "low", "high", "original", "short", "long", "layer", "layers"})
 
 
 class Lookalike(NamedTuple):
@@ -91,9 +107,22 @@ def judge(lookalikes: list[Lookalike], served: Served, *, strict: bool) -> None:
             warnings.warn(f"{item.path}: not read by ropekit; its value {item.value!r} states what ropekit serves "
                           f"({shown}), so it is ignored", UserWarning, stacklevel=4)
             continue
+        problem = item.problem
+        if item.means is not None and item.means in _JUDGED:
+            value = served(item.means)
+            shown = _FACTS.get(item.means, item.means)
+            valid = (f"ropekit serves {value!r} there, from the keys it reads" if value is not NOT_SERVED else
+                     "the layer types ropekit serves differ there")
+            problem = (f"{problem}. Its value {item.value!r} states {shown}, and {valid}: it is accepted (with a "
+                       f"warning) only when it states that value; state {item.means} instead if the checkpoint needs "
+                       "another")
         if item.always_refused or strict:
-            raise RopeConfigError(item.path, item.problem)
-        warnings.warn(f"{item.path}: {item.problem} (ignored: --lenient)", UserWarning, stacklevel=4)
+            raise RopeConfigError(item.path, problem)
+        warnings.warn(f"{item.path}: {problem} (ignored: --lenient)", UserWarning, stacklevel=4)
+
+
+_JUDGED = frozenset({"partial_rotary_factor", "rope_theta", "rotary_dim", "rope_interleave", "head_dim"})
+"""Facts whose served value a refusal names (the others, sections and switches, are said in the problem)."""
 
 
 def _same(value: Any, served: Any) -> bool:
@@ -156,8 +185,20 @@ def _means(name: object) -> str | None:
     meant = near_miss(name, READ_KEYS)
     if meant is not None:
         return meant
-    return next((key for key in sorted(READ_KEYS, key=len, reverse=True)
-                 if looks_like_rope(key) and name.endswith("_" + key)), None)
+    suffixed = next((key for key in sorted(READ_KEYS, key=len, reverse=True)
+                     if looks_like_rope(key) and name.endswith("_" + key)), None)
+    return suffixed if suffixed is not None else _means_by_words(name)
+
+
+def _means_by_words(name: str) -> str | None:
+    """The fact ``name`` states by its words (:data:`WORD_MEANS`), or ``None``."""
+    if not looks_like_rope(name):
+        return None
+    words = set(canonical(name).split("_"))
+    if words & _QUALIFIERS:
+        return None
+    facts = {fact for fact, named in WORD_MEANS if words.intersection(named)}
+    return facts.pop() if len(facts) == 1 else None
 
 
 @functools.lru_cache(maxsize=4096)

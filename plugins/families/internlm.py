@@ -4,9 +4,12 @@ Llama's RoPE code: rotate-half over the whole head (``hidden_size // num_attenti
 ``rope_theta`` (class default 10000). Its ``_init_rope`` builds the dynamic NTK rotary for
 ``rope_scaling`` of ``type`` ``dynamic`` and raises ``ValueError`` for anything else ("Currently we
 only support rotary embedding's type being 'dynamic'"), although its config class lets ``linear``
-through. The 2023 code (internlm-20b) reads a ``rotary`` object instead (``{"base", "type":
-"origin" | "dynamic", "scaling_factor"}``); ropekit reads it as that code does
-(``ropekit.config.remote.internlm_rotary``).
+through. That is the InternLM GitHub repository's code; the code each Hugging Face Hub repository
+ships (internlm-7b, internlm-chat-7b, internlm-20b) reads a ``rotary`` object instead (``{"base",
+"type": "origin" | "dynamic", "scaling_factor"}``) and defaults it to ``{"base": 10000, "type":
+"dynamic"}``. Which code a config runs is decided from the keys each config class writes
+(``ropekit.config.remote.internlm_code``): internlm-7b's first config, which states neither, is served
+its repository code's dynamic NTK (factor 1).
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ FAMILY = ModelFamily(
                              "model does not)"},
     defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048},
     examples=(
-        Example("internlm-d4", {"model_type": "internlm", "hidden_size": 8, "num_attention_heads": 2},
-                (1.0, 0.01)),
+        Example("internlm-d4", {"model_type": "internlm", "hidden_size": 8, "num_attention_heads": 2,
+                                "rope_theta": 10000.0}, (1.0, 0.01)),
     ),
 )
 
