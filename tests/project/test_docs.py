@@ -78,3 +78,20 @@ def test_the_families_page_says_what_the_derived_facts_and_rules_say() -> None:
     spec.loader.exec_module(module)
     assert (ROOT / "docs" / "families.md").read_text(encoding="utf-8") == module.page_with(module.section()), (
         "regenerate with: python scripts/families_table.py")
+
+
+TORCH_INSTRUCTION = "pip install torch==2.13.0"
+"""The one way README, docs/ and pyproject.toml tell to get torch: the CPU build, installed before an extra."""
+
+
+def test_one_instruction_for_cpu_torch() -> None:
+    """Every ``pip install torch...`` is the one instruction, nothing says to get torch another way (an index
+    URL, "CPU torch is enough"), and each page that installs an extra with torch gives the instruction."""
+    texts = {path.name: path.read_text(encoding="utf-8") for path in [*DOCUMENTS, ROOT / "pyproject.toml"]}
+    installs = {match for text in texts.values() for match in re.findall(r"pip install torch[^\s`'\")]*", text)}
+    assert installs == {TORCH_INSTRUCTION}
+    for name, text in texts.items():
+        assert not re.search(r"download\.pytorch\.org|CPU torch is enough|torch.*\+cpu\b.*pip", text), name
+    for name in ("README.md", "frameworks.md", "probe.md", "development.md", "pyproject.toml"):
+        assert f"{TORCH_INSTRUCTION}" in texts[name], name
+    assert texts["pyproject.toml"].count(f"Install the CPU build of torch first: {TORCH_INSTRUCTION}") == 2
