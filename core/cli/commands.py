@@ -34,12 +34,26 @@ def cmd_table(args: argparse.Namespace) -> None:
               + (f" seq_len={table.seq_len}" if table.seq_len else "")
               + (f" mrope={table.mrope_composition}:{','.join(map(str, table.mrope_section or ()))}"
                  if table.mrope_composition else ""))
+        if table.seq_len_dependent:
+            say(f"  {_regime(table)}")
         for index, value in enumerate(table.inv_freq):
             say(f"  {index:4d}  {value:.17g}")
     _print_no_rope(model)
 
 
+def _regime(table: Any) -> str:
+    """Which of a seq-len-dependent table's regimes is shown, where it switches, and how to see another."""
+    shown = (f"the table for seq_len {table.seq_len}" if table.seq_len is not None
+             else f"the load-time table, which holds up to {table.switch_at} positions")
+    return (f"depends on seq_len: {table.seq_len_rule}; switches at {table.switch_at}; this is {shown} "
+            "(--seq-len N for the table of an N-position sequence)")
+
+
 def _print_no_rope(model: Any) -> None:
+    for name in model.listed_types:  # layer types whose layers use another type's table (gpt-oss)
+        if name not in model.tables and name not in model.no_rope_types:
+            owner = next((other for other, table in model.tables.items() if table is model[name]), "?")
+            say(f"{name}: uses the {owner} table")
     for name in sorted(model.no_rope_types - set(model.tables)):
         say(f"{name}: no RoPE" + (f" ({model.no_rope_reason})" if model.no_rope_reason else ""))
     if model.no_rope_layers:
@@ -47,9 +61,10 @@ def _print_no_rope(model: Any) -> None:
 
 
 def cmd_gap(args: argparse.Namespace) -> None:
+    from ..loader import load
     from ..tables.gap import ANGLE_THRESHOLD, gap_report
 
-    report = gap_report(_load(args), args.positions)
+    report = gap_report(load(args.config, strict=not args.lenient), args.positions, seq_len=args.seq_len)
     if args.json:
         print_json(report)
         return
@@ -60,6 +75,10 @@ def cmd_gap(args: argparse.Namespace) -> None:
         ratio = layer["max_ratio"]
         say(f"{name}: rope_type={layer['rope_type']}  {layer['scaled_pairs']} of {layer['pairs']} pairs differ "
               f"from plain RoPE, max ratio {ratio:.6g}" if ratio is not None else f"{name}: no rotated pairs")
+        if "seq_len" in layer:
+            why = "--seq-len" if args.seq_len else "the largest position + 1"
+            say(f"  the table of a {layer['seq_len']}-position sequence ({why}): {layer['seq_len_rule']}; "
+                f"the load-time table holds up to {layer['switch_at']} positions")
         if layer["unrotated_pairs"]:
             say(f"  {layer['unrotated_pairs']} pairs are not rotated (inv_freq 0)")
         say(f"  {'position':>9}  {'max angle error (rad)':>22}  pairs over {ANGLE_THRESHOLD} rad")
@@ -99,11 +118,11 @@ def cmd_inspect(args: argparse.Namespace) -> None:
             say(f"  multimodal: {table.mrope_axes} position axes, composed as {table.mrope_composition}, "
                 f"mrope_section {list(table.mrope_section or ())} (see docs/multimodal.md)")
         if table.seq_len_dependent:
-            say(f"  depends on seq_len: {table.seq_len_rule}")
+            say(f"  {_regime(table)}")
         freq = table.inv_freq
         say(f"  layout {table.layout}; inv_freq: {freq[0]:.6g} ... {freq[-1]:.6g}  "
               f"(ropekit table {args.config} --json for all)")
-    if model.no_rope_types - set(model.tables) or model.no_rope_layers:
+    if set(model.listed_types) - set(model.tables) or model.no_rope_layers:
         say()
         _print_no_rope(model)
 
@@ -431,8 +450,12 @@ def _repairable(row: Any) -> str:
 def cmd_plot(args: argparse.Namespace) -> None:
     from ..tools.plot import plot
 
-    plot(_load(args), args.output)
+    model = _load(args)
+    plot(model, args.output)
     say(f"wrote {args.output}")
+    for name, table in model.tables.items():
+        if table.seq_len_dependent:
+            say(f"{name}: {_regime(table)}")
 
 
 def cmd_probe(args: argparse.Namespace) -> int:

@@ -814,7 +814,8 @@ def compare(observations: Sequence[LayerObservation], config: Mapping[str, Any] 
                                                         f"{len(model.layer_types)} layers")
             rows.append(row)
             continue
-        table = model.for_layer(seen.index) if model.layer_types else model.table if model.tables else None
+        table = (model.for_layer(seen.index) if model.layer_types or len(model.tables) <= 1
+                 else model.tables.get("full_attention", next(iter(model.tables.values()))))
         if table is not None and table.seq_len_dependent and seen.seq_len:
             table = table.at(seen.seq_len)
         # a table narrower than the observed head is an MLA rope sub-head, which follows the unrotated one

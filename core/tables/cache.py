@@ -45,60 +45,74 @@ class CosSinArray(np.ndarray[Any, np.dtype[Any]]):
     ``layout``, ``part``, ``attention_factor``, ``positions``, ``rope_type`` and ``layer_type``
     (see :mod:`ropekit.tables.cache` for what survives slicing and arithmetic)."""
 
-    _columns: tuple[int, int] | None
-    """``(width, step)`` of the last axis the description holds for (``step`` in items)."""
-    _described: tuple[str, str, str | None, str | None] | None
-    """``(layout, part, rope_type, layer_type)``: what the columns are."""
-    attention_factor: float | None
-    positions: range | npt.NDArray[np.int64] | None
+    _meta: tuple[int, int, str, str, str | None, str | None] | None = None
+    """``(width, step, layout, part, rope_type, layer_type)``: what the columns are, and the last axis's
+    width and step (in items) the description holds for. Shared by arrays derived from this one."""
+    _origin: tuple[float | None, Any] | None = None
+    """``(attention_factor, positions as given or snapshotted)``: set on the array ``cos_sin`` returned only."""
 
     def __array_finalize__(self, obj: Any) -> None:
-        self._columns = getattr(obj, "_columns", None)
-        self._described = getattr(obj, "_described", None)
-        self.attention_factor = None
-        self.positions = None
+        self._meta = getattr(obj, "_meta", None)  # _origin stays the class's None: a derived array
 
-    def _holds(self) -> bool:
-        """Whether the last axis is still the columns the description was made for: checked when
-        asked, since numpy finalizes a transpose before it permutes the axes."""
-        if self._columns is None or self.ndim < 1 or not self.itemsize:
-            return False
-        return (self.shape[-1], self.strides[-1] // self.itemsize) == self._columns
-
-    def _field(self, index: int) -> str | None:
-        return self._described[index] if self._described is not None and self._holds() else None
+    def _field(self, index: int) -> Any:
+        """Field ``index`` of the description, if the last axis is still the columns it was made for:
+        checked when asked, since numpy finalizes a transpose before it permutes the axes."""
+        meta = self._meta
+        if meta is None or self.ndim < 1 or not self.itemsize:
+            return None
+        if self.shape[-1] != meta[0] or self.strides[-1] // self.itemsize != meta[1]:
+            return None
+        return meta[index]
 
     @property
     def layout(self) -> str | None:
         """``neox``, ``gptj`` or ``half``; ``None`` once the columns were changed (a column slice, a transpose)."""
-        return self._field(0)
+        layout: str | None = self._field(2)
+        return layout
 
     @property
     def part(self) -> str | None:
         """``cos`` or ``sin`` (``None`` once the columns were changed)."""
-        return self._field(1)
+        part: str | None = self._field(3)
+        return part
 
     @property
     def rope_type(self) -> str | None:
         """The rope_type of the table that made the array."""
-        return self._field(2)
+        rope_type: str | None = self._field(4)
+        return rope_type
 
     @property
     def layer_type(self) -> str | None:
         """The layer type of the table that made the array."""
-        return self._field(3)
+        layer_type: str | None = self._field(5)
+        return layer_type
+
+    @property
+    def attention_factor(self) -> float | None:
+        """The factor multiplied into the values (``None`` on an array derived from the one ``cos_sin`` returned)."""
+        return self._origin[0] if self._origin is not None else None
+
+    @property
+    def positions(self) -> range | npt.NDArray[np.int64] | None:
+        """The positions of the rows: a ``range``, or a read-only int64 array (``None`` on a derived array)."""
+        if self._origin is None:
+            return None
+        given = self._origin[1]
+        if given is None or isinstance(given, range):
+            return given
+        array = np.array(given, dtype=np.int64)
+        array.flags.writeable = False
+        return array
 
     def __reduce__(self) -> tuple[Any, ...]:
         reduced = super().__reduce__()
         assert isinstance(reduced, tuple)
-        return reduced[0], reduced[1], (reduced[2], self._state())
+        return reduced[0], reduced[1], (reduced[2], self._meta, self._origin)
 
     def __setstate__(self, state: Any) -> None:
-        base, (self._columns, self._described, self.attention_factor, self.positions) = state
+        base, self._meta, self._origin = state
         super().__setstate__(base)
-
-    def _state(self) -> tuple[Any, ...]:
-        return self._columns, self._described, self.attention_factor, self.positions
 
     def __repr__(self) -> str:
         base = np.asarray(self).__repr__()
@@ -107,18 +121,22 @@ class CosSinArray(np.ndarray[Any, np.dtype[Any]]):
         return f"CosSinArray({self.part}, layout={self.layout!r}, {base})"
 
 
-def _kept_positions(positions: Any) -> range | npt.NDArray[np.int64] | None:
-    """The positions a result is at, kept so that a later change to the caller's list cannot alter them."""
+def _snapshot(positions: Any) -> Any:
+    """The positions a result is at, kept so that a later change to the caller's list or array cannot
+    alter them (cheaply: a tuple or a copy; made an array only when asked for)."""
+    kind = type(positions)
+    if kind is int or kind is range:
+        return range(positions) if kind is int else positions
+    if kind is list or kind is tuple:
+        return tuple(positions)
+    if kind is np.ndarray:
+        return positions.copy()
     if isinstance(positions, (int, np.integer)) and not isinstance(positions, bool):
         return range(int(positions))
-    if isinstance(positions, range):
-        return positions
     try:
-        kept = np.array(positions, dtype=np.int64)
+        return np.array(positions, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
         return None
-    kept.flags.writeable = False
-    return kept
 
 
 def tag(
@@ -131,14 +149,15 @@ def tag(
     layer_type: str | None = None,
 ) -> tuple[CosSinArray, CosSinArray]:
     """``pair`` as two :class:`CosSinArray` views (no copy) describing what they hold."""
-    kept = _kept_positions(positions)
-    result = []
-    for array, part in zip(pair, ("cos", "sin"), strict=True):
-        view = array.view(CosSinArray)
-        holds = array.ndim and array.itemsize
-        view._columns = (array.shape[-1], array.strides[-1] // array.itemsize) if holds else None
-        view._described = (layout, part, rope_type, layer_type)
-        view.attention_factor = attention_factor
-        view.positions = kept
-        result.append(view)
-    return result[0], result[1]
+    first, second = pair
+    origin = (attention_factor, _snapshot(positions))
+    width = first.shape[-1] if first.ndim else 0
+    step = first.strides[-1] // first.itemsize if first.ndim and first.itemsize else 0
+    cos = first.view(CosSinArray)
+    cos._meta = (width, step, layout, "cos", rope_type, layer_type)
+    cos._origin = origin
+    sin = second.view(CosSinArray)
+    sin._meta = (width, second.strides[-1] // second.itemsize if second.ndim and second.itemsize else 0,
+                 layout, "sin", rope_type, layer_type)
+    sin._origin = origin
+    return cos, sin

@@ -523,10 +523,18 @@ class ModelRope:
                                    "use model.for_layer(index) for a layer, or model[layer_type] for a layer type")
         return next(iter(self.tables.values()))
 
-    def rotating_table(self) -> RopeTable:
-        """The one table every layer that applies RoPE uses, whatever layers apply none (what one
-        rotary module serves for the whole model, as transformers builds it for SmolLM3 or Qwen3-Next);
-        :class:`~ropekit.LayerLookupError` when layers use more than one table or none does."""
+    def rotating_table(self, layer_type: str | None = None) -> RopeTable:
+        """The table that rotates: with ``layer_type``, the table layers of that type use (as
+        ``model[layer_type]``), refusing a type without RoPE; without, the one table every layer that
+        applies RoPE uses, whatever layers apply none (what one rotary module serves for the whole
+        model, as transformers builds it for SmolLM3 or Qwen3-Next), refusing a model whose rotating
+        layers use more than one. Refusals are :class:`~ropekit.LayerLookupError`."""
+        if layer_type is not None:
+            found = self[layer_type]
+            if found is None:
+                raise LayerLookupError("layer_type", f"layers of type {layer_type!r} apply no RoPE; its layers are "
+                                       f"{self._layer_plan()}")
+            return found
         distinct = {id(table): table for table in self.tables.values()}
         if len(distinct) != 1:
             raise LayerLookupError("table", f"no one table serves every rotating layer: its layers are "

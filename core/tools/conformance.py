@@ -111,7 +111,7 @@ def _scheme(rope_type: str, check: str, registry: Registry) -> Scheme:
 def _table(example: Example, registry: Registry, rope_type: str, check: str) -> RopeTable:
     try:
         model = load(example.config, registry=registry)
-        table = model[example.layer_type]
+        table = model.rotating_table(example.layer_type)
         return table.at(example.seq_len) if example.seq_len is not None else table
     except (RopekitError, KeyError) as error:
         advice = (" (no examples are declared, so the suite synthesized this config from the keys' ranges; "
@@ -382,7 +382,7 @@ def check_extreme_values(rope_type: str, *, registry: Registry | None = None) ->
         for value in _extremes(key, pairs):
             config = _with_block_change(example.config, where, rope_type, key.name, value)
             try:
-                table = load(config, registry=registry)[example.layer_type]
+                table = load(config, registry=registry).rotating_table(example.layer_type)
                 lengths = ((table.switch_at or 0) + 1, 1 << 20) if table.seq_len_dependent else ()
                 tables = [table, *(table.at(length) for length in lengths)]
             except RopeConfigError:
@@ -606,7 +606,7 @@ def check_family(model_type: str, *, registry: Registry | None = None) -> list[s
             raise fail(f"example {example.name!r} states model_type {stated!r} (state {model_type!r}, or no "
                        "model_type and one of the family's architectures)")
         try:
-            table = load(example.config, registry=registry)[example.layer_type]
+            table = load(example.config, registry=registry).rotating_table(example.layer_type)
         except RopekitError as error:
             raise fail(f"example {example.name!r} does not load: {error}") from None
         expected = np.asarray(example.inv_freq, dtype=np.float64)

@@ -119,9 +119,15 @@ def _layer(
         record["files"]["mrope_axis"] = _write(directory, f"{stem}.mrope_axis", mapping.axis.astype(np.int32))
         record["files"]["mrope_freq"] = _write(directory, f"{stem}.mrope_freq", mapping.freq.astype(np.int32))
     if positions:
-        cos, sin = table.cos_sin(positions, dtype=dtype, layout=layout)
-        record["files"]["cos"] = _write(directory, f"{stem}.cos", cos)
-        record["files"]["sin"] = _write(directory, f"{stem}.sin", sin)
+        # the caches hold positions 0..N-1, so they are the table of a sequence of N positions (the
+        # regime the largest position implies), not the load-time one, when the table depends on it
+        regime = table.at(positions) if table.seq_len_dependent else table
+        cos, sin = regime.cos_sin(positions, dtype=dtype, layout=layout)
+        for part, values in (("cos", cos), ("sin", sin)):
+            spec = _write(directory, f"{stem}.{part}", values)
+            if table.seq_len_dependent:
+                spec.update(seq_len=positions, attention_factor=regime.attention_factor)
+            record["files"][part] = spec
         record["cos_sin_positions"] = positions
     if table.seq_len_dependent:
         lengths = sorted(set(seq_lens) | ({table.switch_at + 1} if table.switch_at is not None else set()))
@@ -149,7 +155,9 @@ def export(
     """Write ``model``'s tables to ``directory``; returns the manifest.
 
     ``positions`` adds cos/sin caches for positions ``0..positions-1`` in ``dtype`` and
-    ``layout`` (default: each table's own, neox unless the family fixes interleaved pairs);
+    ``layout`` (default: each table's own, neox unless the family fixes interleaved pairs); for a
+    seq-len-dependent table they are the table at ``seq_len = positions`` (the regime their largest
+    position implies), and their file entries say so (``seq_len``, ``attention_factor``);
     ``seq_lens`` adds tables of seq-len-dependent schemes at those lengths. Layer types without
     RoPE are listed as ``{"no_rope": true}`` and per-index NoPE layers as ``no_rope_layers``.
 

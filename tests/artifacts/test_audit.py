@@ -78,7 +78,7 @@ def test_another_layer_types_table() -> None:
               "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
                                   "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
     model = ropekit.load(config)
-    report = audit_artifact(model, _array(model["sliding_attention"].inv_freq)).to_json()
+    report = audit_artifact(model, _array(model.rotating_table("sliding_attention").inv_freq)).to_json()
     assert _layer(report, "sliding_attention")["verdict"] == "match"
     assert _layer(report, "full_attention")["served_as"] == "the sliding_attention table (default)"
     with pytest.raises(ropekit.ArgumentError, match="layer_type"):

@@ -51,8 +51,8 @@ def test_layer_type_from_the_tensor_name(tmp_path: Path) -> None:
     model = ropekit.load(gemma)
     path = tmp_path / "gemma.safetensors"
     safetensors_numpy.save_file({
-        "model.rotary_emb.sliding_attention_inv_freq": model["sliding_attention"].inv_freq,
-        "model.rotary_emb.full_attention_inv_freq": model["sliding_attention"].inv_freq,  # the wrong table
+        "model.rotary_emb.sliding_attention_inv_freq": model.rotating_table("sliding_attention").inv_freq,
+        "model.rotary_emb.full_attention_inv_freq": model.rotating_table("sliding_attention").inv_freq,  # the wrong table
     }, os.fspath(path))
     artifact = read_safetensors(path)
     assert {t.layer_type for t in artifact.tables} == {"sliding_attention", "full_attention"}

@@ -149,9 +149,9 @@ def test_gemma4_widens_its_global_heads_by_its_code_default() -> None:
     facts = class_facts("gemma4_text")
     assert facts is not None and facts.defaults.get("global_head_dim") == 512
     model = _quiet_load({"model_type": "gemma4"})
-    assert model["full_attention"].head_dim == 512 and model["sliding_attention"].head_dim == 256
+    assert model.rotating_table("full_attention").head_dim == 512 and model.rotating_table("sliding_attention").head_dim == 256
     stated = ropekit.load({"model_type": "gemma4_text", **WIDTH, "global_head_dim": 256, "head_dim": 128})
-    assert stated["full_attention"].head_dim == 256 and stated["sliding_attention"].head_dim == 128
+    assert stated.rotating_table("full_attention").head_dim == 256 and stated.rotating_table("sliding_attention").head_dim == 128
 
 
 # --- RoFormer -----------------------------------------------------------------------------------------

@@ -116,7 +116,7 @@ def test_nested_per_layer_parameters() -> None:
     assert first is not None and fourth is not None
     assert first.rope_type == "default"
     np.testing.assert_allclose(fourth.inv_freq, plain(1e6, 128) / 8, rtol=1e-15)
-    np.testing.assert_allclose(model["sliding_attention"].inv_freq, plain(1e4, 128), rtol=1e-15)
+    np.testing.assert_allclose(model.rotating_table("sliding_attention").inv_freq, plain(1e4, 128), rtol=1e-15)
 
 
 def test_nested_error_path_names_the_layer_type() -> None:
@@ -132,8 +132,8 @@ def test_gemma3_local_base_freq_derives_layer_types() -> None:
               "sliding_window_pattern": 6, "rope_scaling": {"rope_type": "linear", "factor": 8.0}}
     model = ropekit.load(config)
     assert model.layer_types.count("full_attention") == 2 and model.layer_types[5] == "full_attention"
-    np.testing.assert_allclose(model["sliding_attention"].inv_freq, plain(1e4, 256), rtol=1e-15)
-    np.testing.assert_allclose(model["full_attention"].inv_freq, plain(1e6, 256) / 8, rtol=1e-15)
+    np.testing.assert_allclose(model.rotating_table("sliding_attention").inv_freq, plain(1e4, 256), rtol=1e-15)
+    np.testing.assert_allclose(model.rotating_table("full_attention").inv_freq, plain(1e6, 256) / 8, rtol=1e-15)
 
 
 def test_geometry_keys() -> None:
@@ -153,7 +153,7 @@ def test_proportional_is_not_partial_rotary() -> None:
               "rope_parameters": {"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
                                                      "rope_theta": 1e6},
                                   "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
-    table = ropekit.load(config)["full_attention"]
+    table = ropekit.load(config).rotating_table("full_attention")
     assert len(table.inv_freq) == 256 and table.rotary_dim == 512
     np.testing.assert_allclose(table.inv_freq[:64], [1e6 ** (-2 * i / 512) for i in range(64)], rtol=1e-15)
     assert np.all(table.inv_freq[64:] == 0)

@@ -229,7 +229,7 @@ def test_hybrid_layer_plans_are_derived_as_their_config_classes_do() -> None:
     qwen3_next = {**BASE, "model_type": "qwen3_next", "head_dim": 256, "num_hidden_layers": 8}
     model = _load(qwen3_next)
     assert [i for i in range(8) if model.for_layer(i) is not None] == [3, 7]
-    assert model.table.rotary_dim == 64  # partial_rotary_factor 0.25 by default in its config class
+    assert model.rotating_table().rotary_dim == 64  # partial_rotary_factor 0.25 by default in its config class
     lfm2 = {**BASE, "num_hidden_layers": 4, "full_attn_idxs": [1, 3]}
     assert _load(lfm2).layer_types == ("conv", "full_attention", "conv", "full_attention")
 
@@ -291,15 +291,15 @@ def test_family_defaults_never_silently_full_rotary() -> None:
     assert glm.rotary_dim == 32 and glm.layout == "gptj"
     # Bamba's config class sets its own factor 0.5 and never reads a top-level one: served as its code runs
     with pytest.warns(UserWarning, match=r"partial_rotary_factor: bamba's code ignores it"):
-        assert _load({**BASE, "model_type": "bamba", "partial_rotary_factor": 1.0}).table.rotary_dim == 32
+        assert _load({**BASE, "model_type": "bamba", "partial_rotary_factor": 1.0}).rotating_table().rotary_dim == 32
 
 
 def test_rotary_dim_is_honoured_and_checked() -> None:
-    table = _load({"model_type": "minimax_m1", "head_dim": 128, "rotary_dim": 64, "rope_theta": 1e7}).table
+    table = _load({"model_type": "minimax_m1", "head_dim": 128, "rotary_dim": 64, "rope_theta": 1e7}).rotating_table()
     assert table.rotary_dim == 64 and table.head_dim == 128  # MiniMax-M1's remote code rotates rotary_dim
     # transformers' own MiniMax class computes plain RoPE over the whole head whatever the config says
     with pytest.warns(UserWarning, match=r"rotary_dim: minimax's code ignores it"):
-        table = _load({"model_type": "minimax", "head_dim": 128, "rotary_dim": 64, "rope_theta": 1e7}).table
+        table = _load({"model_type": "minimax", "head_dim": 128, "rotary_dim": 64, "rope_theta": 1e7}).rotating_table()
     assert table.rotary_dim == 128
     with pytest.raises(ropekit.RopeConfigError, match="conflicts with") as caught:
         _load({"head_dim": 128, "rotary_dim": 64, "partial_rotary_factor": 1.0})
@@ -423,18 +423,18 @@ def test_class_defaults_fill_what_a_saved_composite_omits() -> None:
                                                       "num_hidden_layers": 12,
                                                       "rope_scaling": {"rope_type": "linear", "factor": 8.0}}}
     model = _load(config)
-    full, sliding = model["full_attention"], model["sliding_attention"]
+    full, sliding = model.rotating_table("full_attention"), model.rotating_table("sliding_attention")
     assert (full.geometry.theta, full.rope_type, full.params["factor"]) == (1e6, "linear", 8.0)
     assert (sliding.geometry.theta, sliding.rope_type) == (1e4, "default")
     first, sixth = model.for_layer(0), model.for_layer(5)
     assert first is sliding and sixth is full
-    assert _load({"model_type": "llama4_text", "head_dim": 128, "num_hidden_layers": 4}).table.geometry.theta == 5e5
+    assert _load({"model_type": "llama4_text", "head_dim": 128, "num_hidden_layers": 4}).rotating_table().geometry.theta == 5e5
     assert _load({"model_type": "llama", "head_dim": 128}).table.geometry.theta == 1e4
     # a class keeping its rope parameters per layer type fills each type's own default base in (MellumConfig
     # from {"layer_types": [...]}: full_attention 5e5, sliding_attention 1e4)
     mellum = _load({"model_type": "mellum", "head_dim": 64, "num_hidden_layers": 2,
                     "layer_types": ["sliding_attention", "full_attention"]})
-    assert [mellum["sliding_attention"].geometry.theta, mellum["full_attention"].geometry.theta] == [1e4, 5e5]
+    assert [mellum.rotating_table("sliding_attention").geometry.theta, mellum.rotating_table("full_attention").geometry.theta] == [1e4, 5e5]
     assert (mellum.for_layer(0), mellum.for_layer(1)) == (mellum["sliding_attention"], mellum["full_attention"])
 
 

@@ -407,11 +407,11 @@ def test_mimo_v2s_layer_kinds_rotate_at_their_own_base_and_width() -> None:
     assert model.layer_types == ("full_attention", "sliding_attention", "sliding_attention", "full_attention")
     for kind, base, width in (("full_attention", 1e7, 192), ("sliding_attention", 1e4, 128)):
         dim = int(width * 0.334)
-        np.testing.assert_allclose(model[kind].inv_freq, 1 / base ** (np.arange(0, dim, 2) / dim), rtol=1e-15)
-        assert (model[kind].head_dim, model[kind].rotary_dim, model[kind].layout) == (width, dim, "neox")
+        np.testing.assert_allclose(model.rotating_table(kind).inv_freq, 1 / base ** (np.arange(0, dim, 2) / dim), rtol=1e-15)
+        assert (model.rotating_table(kind).head_dim, model.rotating_table(kind).rotary_dim, model.rotating_table(kind).layout) == (width, dim, "neox")
     in_block = {key: value for key, value in config.items() if key != "rope_theta"}
     in_block["rope_parameters"] = {"rope_type": "default", "rope_theta": 1e7}  # the base stated in the block only
-    assert ropekit.load(in_block)["full_attention"].geometry.theta == 1e7
+    assert ropekit.load(in_block).rotating_table("full_attention").geometry.theta == 1e7
     with pytest.raises(ropekit.RopeConfigError, match="reads its layer kinds from the top level") as nested:
         ropekit.load({**config, "text_config": {"hybrid_layer_pattern": [0, 1, 1, 0]}})
     assert nested.value.path == "text_config.hybrid_layer_pattern"
@@ -421,7 +421,7 @@ def test_mimo_v2s_layer_kinds_rotate_at_their_own_base_and_width() -> None:
         ropekit.load({**unlisted, "hybrid_block_size": 2})
     assert derived.value.path == "hybrid_block_size"
     same = ropekit.load({key: value for key, value in config.items() if key not in ("swa_rope_theta", "swa_head_dim")})
-    np.testing.assert_array_equal(same["sliding_attention"].inv_freq, same["full_attention"].inv_freq)  # fallbacks
+    np.testing.assert_array_equal(same.rotating_table("sliding_attention").inv_freq, same.rotating_table("full_attention").inv_freq)  # fallbacks
     with pytest.raises(ropekit.RopeConfigError, match="2 is not a layer kind mimo_v2's code knows") as caught:
         ropekit.load({**config, "hybrid_layer_pattern": [0, 2, 1, 0]})
     assert caught.value.path == "hybrid_layer_pattern[1]"

@@ -25,7 +25,8 @@ def _rotate_half_reference(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> n
     """transformers' apply_rotary_pos_emb: x * cos + rotate_half(x) * sin, in float64."""
     half = x.shape[-1] // 2
     turned = np.concatenate((-x[..., half:], x[..., :half]), axis=-1)
-    return x * cos + turned * sin
+    rotated: np.ndarray = x * cos + turned * sin
+    return rotated
 
 
 def test_the_readme_loader_block_runs_and_rotates_right() -> None:
@@ -48,4 +49,5 @@ def test_the_readme_loader_block_runs_and_rotates_right() -> None:
     cos = np.concatenate((np.cos(angles), np.cos(angles)), axis=-1)
     sin = np.concatenate((np.sin(angles), np.sin(angles)), axis=-1)
     want = _rotate_half_reference(np.asarray(q, dtype=np.float64), cos, sin)
-    np.testing.assert_allclose(q_rot, want, rtol=0, atol=2e-5)  # type: ignore[arg-type]
+    assert isinstance(q_rot, np.ndarray)
+    np.testing.assert_allclose(q_rot, want, rtol=0, atol=2e-5)

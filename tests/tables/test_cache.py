@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import pickle
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -45,6 +45,12 @@ def _qk(rows: int, head_dim: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any,
             rng.standard_normal((2, rows, head_dim)).astype(np.float32))
 
 
+def _described(array: Any) -> ropekit.CosSinArray:
+    """``array`` as what numpy made of a CosSinArray (the stubs type it a plain ndarray)."""
+    assert isinstance(array, ropekit.CosSinArray)
+    return array
+
+
 # --- a cache knows what it is ------------------------------------------------------------------
 
 def test_cos_sin_arrays_carry_layout_factor_and_positions() -> None:
@@ -63,10 +69,11 @@ def test_cos_sin_arrays_carry_layout_factor_and_positions() -> None:
 
 def test_what_survives_slicing_arithmetic_and_pickling() -> None:
     cos, _ = ropekit.load(LLAMA31_8B).table.cos_sin(range(10), layout="gptj")
-    rows = cos[2:5]
+    rows, doubled, narrow = _described(cos[2:5]), _described(2 * cos), _described(cos.astype(np.float16))
     assert rows.layout == "gptj" and rows.positions is None and rows.attention_factor is None
-    assert (2 * cos).layout == "gptj" and cos.astype(np.float16).layout == "gptj"
-    assert cos[:, :64].layout is None and cos.T.layout is None  # columns changed: no longer a described cache
+    assert doubled.layout == "gptj" and narrow.layout == "gptj"
+    # columns changed: no longer a described cache
+    assert _described(cos[:, :64]).layout is None and _described(cos.T).layout is None
     assert repr(cos[:, :3]).startswith("array(")  # and it prints as the plain array it is
     back = pickle.loads(pickle.dumps(cos))
     assert back.layout == "gptj" and back.positions == range(10) and np.array_equal(back, cos)
@@ -82,7 +89,7 @@ def test_rows_hand_out_described_arrays_too() -> None:
 
 
 @pytest.mark.parametrize("layout", ["neox", "gptj"])
-def test_apply_rotary_takes_the_layout_from_the_cache(layout: str) -> None:
+def test_apply_rotary_takes_the_layout_from_the_cache(layout: Literal["neox", "gptj"]) -> None:
     table = ropekit.load(LLAMA31_8B).table
     q, k = _qk(16, table.head_dim)
     cos, sin = table.cos_sin(range(4096, 4112), layout=layout)
@@ -184,7 +191,9 @@ def test_apply_checks_its_arguments() -> None:
 
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(st.lists(st.integers(0, 1 << 20), min_size=1, max_size=24), st.sampled_from(["neox", "gptj"]))
-def test_a_cache_applied_without_a_layout_always_rotates_as_built(positions: list[int], layout: str) -> None:
+def test_a_cache_applied_without_a_layout_always_rotates_as_built(
+    positions: list[int], layout: Literal["neox", "gptj"],
+) -> None:
     table = ropekit.load(LLAMA31_8B).table
     q, k = _qk(len(positions), table.head_dim)
     cos, sin = table.cos_sin(positions, layout=layout)

@@ -34,7 +34,7 @@ QWEN25_VL: dict[str, Any] = {
 
 def _table(case: dict[str, Any]) -> ropekit.RopeTable:
     rope = ropekit.load(case["config"])
-    return rope[case["layer_type"]] if case["layer_type"] in rope.tables else rope.rotating_table()
+    return rope.rotating_table(case["layer_type"]) if case["layer_type"] in rope.tables else rope.rotating_table()
 
 
 def _float32_angle_error(positions: np.ndarray[Any, Any]) -> float:

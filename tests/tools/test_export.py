@@ -269,7 +269,7 @@ def test_c_reader_composes_every_golden_composition(reader: Path, tmp_path: Path
     each composition and layout the golden classes use, at several position tuples each."""
     case = GOLDEN_MROPE[model_type]
     model = ropekit.load(case["config"])
-    table = model[case["layer_type"]] if case["layer_type"] in model.tables else model.table
+    table = model.rotating_table(case["layer_type"]) if case["layer_type"] in model.tables else model.rotating_table()
     manifest = export(model, tmp_path / "export", positions=64, layout=layout)
     record = manifest["layers"][table.layer_type]
     assert record["mrope"]["composition"] == table.mrope_composition and record["mrope"]["axes"] == table.mrope_axes
