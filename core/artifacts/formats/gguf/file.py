@@ -48,6 +48,7 @@ from .llama_cpp import (
     rules_for,
     unknown_architecture,
 )
+from .parse import GgufFormatError, read_header
 
 __all__ = ["ROPE_TENSORS", "gguf_module", "read_fields", "read_gguf", "served_by"]
 
@@ -104,12 +105,7 @@ def read_gguf(path: str, *, n_ctx: int | None = None) -> ServedArtifact:
     with no table and the refusal as its flag (``engine["refused"]``), never Llama's rules.
     """
     check_regular_file(path, "served")
-    try:
-        fields, tensors = read_fields(path)
-    except MissingDependencyError:
-        raise
-    except Exception as error:  # a truncated or foreign file
-        raise ArgumentError("served", f"{path}: not a readable GGUF: {type(error).__name__}: {error}") from None
+    fields, tensors = read_fields(path)
     arch = fields.get("general.architecture")
     if not isinstance(arch, str):
         raise ArgumentError("served", f"{path}: no general.architecture key; not a model GGUF")
@@ -122,12 +118,19 @@ def read_gguf(path: str, *, n_ctx: int | None = None) -> ServedArtifact:
 
 
 def read_fields(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A GGUF's key values and its rope tensors (float64), as llama.cpp's loader sees them."""
-    reader = gguf_module().GGUFReader(path)
-    fields = {key: field.contents() for key, field in reader.fields.items()}
-    tensors = {tensor.name: np.asarray(tensor.data, dtype=np.float64) for tensor in reader.tensors
-               if tensor.name in ROPE_TENSORS}
-    return fields, tensors
+    """A GGUF's audit keys (``general.architecture``, ``general.alignment``, ``{arch}.*``) and its rope
+    tensors (float64), as llama.cpp's loader sees them, read by ropekit's bounded reader
+    (:mod:`~ropekit.artifacts.formats.gguf.parse`: no count in the file is trusted, other keys and tensors
+    are checked and skipped). A malformed file raises :class:`ArgumentError` naming the key, tensor or
+    offset at fault."""
+    sizes = {int(kind): sizes for kind, sizes in gguf_module().GGML_QUANT_SIZES.items()}
+    try:
+        header = read_header(path, ROPE_TENSORS, sizes)
+    except GgufFormatError as error:
+        raise ArgumentError("served", f"{path}: not a GGUF llama.cpp would load: {error}") from None
+    except (OSError, ValueError) as error:  # mmap of an unreadable file
+        raise ArgumentError("served", f"{path}: cannot read as a GGUF: {error}") from None
+    return header.fields, header.tensors
 
 
 def served_by(
