@@ -10,7 +10,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentError, PluginError, RopeConfigError
-from .output import EXIT_CHECKS_FAILED, print_json, say
+from .output import EXIT_CHECKS_FAILED, encodable, finite_json, one_line, print_json, say
 
 if TYPE_CHECKING:
     from ..artifacts.report import AuditReport
@@ -394,9 +394,10 @@ def cmd_scan(args: argparse.Namespace) -> int:
     for row in scan(args.paths, supports=supports, audit=args.audit, jobs=args.jobs, strict=not args.lenient):
         rows.append(row)
         for warning in row.warnings:  # the model named in each: a scan reads many
-            print(f"{chr(13) if progress else ''}ropekit: warning: {row.path}: {warning}", file=sys.stderr)
+            line = encodable(f"ropekit: warning: {one_line(f'{row.path}: {warning}')}", sys.stderr)
+            print(f"{chr(13) if progress else ''}{line}", file=sys.stderr)
         if args.json:
-            say(json.dumps(row.to_json(), allow_nan=False))
+            say(json.dumps(finite_json(row.to_json()), allow_nan=False))
         if progress and len(rows) % 50 == 0:
             print(f"\rropekit scan: {len(rows)} models...", end="", file=sys.stderr, flush=True)
     if progress and len(rows) >= 50:

@@ -23,7 +23,7 @@ from ..errors import (
     RopeConfigError,
     RopekitError,
 )
-from .output import EXIT_INPUT, EXIT_PLUGIN, OUT, report_error
+from .output import EXIT_INPUT, EXIT_PLUGIN, OUT, encodable, one_line, report_error
 from .parser import build_parser
 
 __all__ = ["main", "run"]
@@ -38,7 +38,7 @@ _FLAGS = {"served": "--served", "sin": "--sin", "layer_type": "--layer-type", "l
 def _show_warning(
     message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None
 ) -> None:
-    print(f"ropekit: warning: {message}", file=sys.stderr)
+    print(encodable(f"ropekit: warning: {one_line(str(message))}", sys.stderr), file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

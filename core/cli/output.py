@@ -4,11 +4,14 @@ saved in :data:`OUT` while a command runs (plugin code sees stderr as its stdout
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any
 
-__all__ = ["EXIT_CHECKS_FAILED", "EXIT_INPUT", "EXIT_PLUGIN", "OUT", "print_error_json", "print_json", "report_error",
-           "say"]
+from ..errors import one_line
+
+__all__ = ["EXIT_CHECKS_FAILED", "EXIT_INPUT", "EXIT_PLUGIN", "OUT", "encodable", "finite_json", "one_line",
+           "print_error_json", "print_json", "report_error", "say"]
 
 EXIT_CHECKS_FAILED = 1
 EXIT_INPUT = 2
@@ -20,11 +23,46 @@ its stdout, so nothing a plugin prints can corrupt the output tools parse."""
 
 
 def say(*parts: Any) -> None:
-    print(*parts, file=OUT[-1] if OUT else sys.stdout)
+    """Print ``parts`` on the real standard output; text the stream cannot encode (a folder name that is not
+    UTF-8, read from the disk as surrogate escapes) is written with backslash escapes, never an error."""
+    stream = OUT[-1] if OUT else sys.stdout
+    text = " ".join(str(part) for part in parts)
+    stream.write(encodable(text, stream) + "\n")
+
+
+def encodable(text: str, stream: Any) -> str:
+    """``text`` as ``stream`` can encode it: unencodable characters (lone surrogates from undecodable file
+    names included) as backslash escapes."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return text.encode(encoding, "backslashreplace").decode(encoding, "replace")
+    return text
+
+
+def finite_json(document: Any) -> Any:
+    """``document`` with every non-finite float replaced by ``null``, and beside it (an object's key ``K``)
+    ``K_not_finite`` saying which value it was: what ``--json`` prints is always valid JSON."""
+    if isinstance(document, float):
+        return document if math.isfinite(document) else None
+    if isinstance(document, dict):
+        result: dict[Any, Any] = {}
+        for key, value in document.items():
+            result[key] = finite_json(value)
+            if isinstance(value, float) and not math.isfinite(value):
+                result[f"{key}_not_finite"] = f"{value!r}: not a finite number, written as null"
+        return result
+    if isinstance(document, (list, tuple)):
+        return [finite_json(value) for value in document]
+    return document
 
 
 def print_json(document: Any) -> None:
-    text = json.dumps(document, indent=2, allow_nan=False)  # fails whole before anything is written
+    try:
+        text = json.dumps(document, indent=2, allow_nan=False)  # fails whole before anything is written
+    except ValueError:  # a non-finite number: null beside its reason
+        text = json.dumps(finite_json(document), indent=2, allow_nan=False)
     stream = OUT[-1] if OUT else sys.stdout
     stream.write(text + "\n")
 
@@ -33,7 +71,7 @@ def print_json(document: Any) -> None:
 def report_error(message: str, key: str | None, status: int, *, as_json: bool, label: str = "error") -> int:
     """An error exit's output: its one line on stderr (``ropekit: error: MESSAGE``), and with ``--json``
     also :func:`print_error_json`. Returns ``status``."""
-    print(f"ropekit: {label}: {message}", file=sys.stderr)
+    print(encodable(f"ropekit: {label}: {one_line(message)}", sys.stderr), file=sys.stderr)
     if as_json:
         print_error_json(message, key, status)
     return status

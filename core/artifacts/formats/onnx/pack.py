@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from ....errors import ArgumentError, MissingDependencyError
-from ...served import ServedArtifact, ServedTable, check_regular_file
-from .wiring import read_wiring
+from ...served import MAX_ARRAY_BYTES, ServedArtifact, ServedTable, check_regular_file
+from .wiring import OnnxStructureError, read_wiring
 
-__all__ = ["CACHE_NAME", "LAYER_TYPES", "onnx_module", "read_onnx", "tensors"]
+__all__ = ["CACHE_NAME", "LAYER_TYPES", "load_external", "onnx_module", "read_onnx", "table_array", "tensors"]
 
 CACHE_NAME = re.compile(r"(?:^|[/_.])(cos|sin)_cache(?:_(small|large|global|local))?$")
 """A builder's cos/sin cache name: which of the two, and the suffix naming its regime or layer type."""
@@ -50,17 +50,23 @@ def read_onnx(path: str, *, graph_lengths: tuple[int, ...] | None = None) -> Ser
     check_regular_file(model_path, "served")
     onnx = onnx_module()
     try:
-        model = onnx.load(model_path, load_external_data=True)
-    except Exception as error:  # protobuf errors, missing external data, truncated files
+        model = onnx.load(model_path, load_external_data=False)
+    except Exception as error:  # protobuf errors, truncated files
         raise ArgumentError("served", f"{model_path}: not a readable ONNX model: {type(error).__name__}: "
                             f"{error}") from None
-    from onnx import numpy_helper
+    try:
+        load_external(model, model_path, onnx)
+        return _read(model, model_path, onnx, graph_lengths)
+    except OnnxStructureError as error:
+        raise ArgumentError("served", f"{model_path}: {error}") from None
 
+
+def _read(model: Any, model_path: str, onnx: Any, graph_lengths: tuple[int, ...] | None) -> ServedArtifact:
     found: dict[tuple[str, str | None, str | None], dict[str, Any]] = {}
     for where, name, tensor in tensors(model.graph, "graph", onnx):
         match = CACHE_NAME.search(name)
         if name.endswith("inv_freq"):  # every one is a table of its own (per-layer exports carry several)
-            values = np.asarray(numpy_helper.to_array(tensor), dtype=np.float64)
+            values = table_array(tensor, f"{where}:{name}", onnx)
             found[(where, name, None)] = {"inv_freq": values, "dtype": _dtype_name(tensor, onnx), "name": name}
             continue
         if match is None:
@@ -70,7 +76,7 @@ def read_onnx(path: str, *, graph_lengths: tuple[int, ...] | None = None) -> Ser
         stem = name[: match.start(1)] + "*" + name[match.end(1) :]
         key = (f"{_scope(where)}:{stem}", LAYER_TYPES.get(suffix or ""), _REGIMES.get(suffix or ""))
         entry = found.setdefault(key, {})
-        entry[which] = np.asarray(numpy_helper.to_array(tensor), dtype=np.float64)
+        entry[which] = table_array(tensor, f"{where}:{name}", onnx)
         entry["dtype"] = _dtype_name(tensor, onnx)
         entry.setdefault("names", []).append(f"{where}:{name}")
     tables = []
@@ -106,6 +112,88 @@ def read_onnx(path: str, *, graph_lengths: tuple[int, ...] | None = None) -> Ser
             engine["graph_rotary"] = ("no baked table: the rotary the graph computes, evaluated with onnxruntime at "
                                       f"{sorted({table.seq_len or 0 for table in evaluated})} positions")
     return ServedArtifact(model_path, "onnx", tuple(tables), producer=producer, wiring=wiring, engine=engine)
+
+
+_FLOAT_TYPES = {1: "float32", 10: "float16", 11: "float64", 16: "bfloat16"}
+"""ONNX element types a table may be stored in (FLOAT, FLOAT16, DOUBLE, BFLOAT16)."""
+
+
+def table_array(tensor: Any, where: str, onnx: Any) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """A cos/sin cache or ``inv_freq`` tensor as float64, its element type and dims checked against its data
+    first (:class:`OnnxStructureError` naming the tensor otherwise)."""
+    from onnx import numpy_helper
+
+    kind = int(tensor.data_type)
+    if kind not in _FLOAT_TYPES:
+        raise OnnxStructureError(f"tensor {where}: element type {kind} "
+                                 f"({_TYPE_NAMES.get(kind, 'undefined or unknown')}); a RoPE table is one of "
+                                 f"{', '.join(_FLOAT_TYPES.values())}")
+    dims = [int(size) for size in tensor.dims]
+    count = 1
+    for size in dims:
+        count *= max(size, 0)
+    if any(size < 0 for size in dims) or count * 8 > MAX_ARRAY_BYTES:
+        raise OnnxStructureError(f"tensor {where}: dims {dims}; non-negative dims of at most {MAX_ARRAY_BYTES} "
+                                 "bytes are valid")
+    try:
+        values = numpy_helper.to_array(tensor)
+    except Exception as error:  # dims that do not match the data, a data field of the wrong kind
+        raise OnnxStructureError(f"tensor {where}: dims {dims} ({_FLOAT_TYPES[kind]}) do not match its data "
+                                 f"({type(error).__name__}); a tensor's data holds exactly its dims' elements") \
+            from None
+    if values.size != count:
+        raise OnnxStructureError(f"tensor {where}: dims {dims} but {values.size} values")
+    return np.asarray(values, dtype=np.float64).reshape(dims)
+
+
+_TYPE_NAMES = {0: "UNDEFINED", 2: "UINT8", 3: "INT8", 4: "UINT16", 5: "INT16", 6: "INT32", 7: "INT64", 8: "STRING",
+               9: "BOOL", 12: "UINT32", 13: "UINT64", 14: "COMPLEX64", 15: "COMPLEX128"}
+
+
+def load_external(model: Any, model_path: str, onnx: Any) -> None:
+    """Every tensor's external data read into it, bounded: each ``location`` a regular file inside the model's
+    folder, each ``offset``/``length`` inside that file and equal to what the tensor's dims need, and no more
+    bytes read in all than the data files hold (a file naming one region for every tensor cannot multiply
+    memory). :class:`OnnxStructureError` naming the tensor and key otherwise."""
+    folder = os.path.dirname(os.path.abspath(model_path))
+    root = os.path.realpath(folder)
+    sizes: dict[str, int] = {}
+    total = 0
+    for where, name, tensor in tensors(model.graph, "graph", onnx):
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        what = f"tensor {where}:{name} external data"
+        entries = {entry.key: entry.value for entry in tensor.external_data}
+        location = entries.get("location", "")
+        if not location or os.path.isabs(location) or ".." in location.replace("\\", "/").split("/"):
+            raise OnnxStructureError(f"{what}: location {location!r}; a file name inside the model's folder is valid")
+        file = os.path.realpath(os.path.join(folder, location))
+        if os.path.commonpath([root, file]) != root:
+            raise OnnxStructureError(f"{what}: location {location!r} leads outside the model's folder")
+        if file not in sizes:
+            try:
+                sizes[file] = check_regular_file(file, "served").st_size
+            except ArgumentError as error:
+                raise OnnxStructureError(f"{what}: location {location!r}: {error.problem}") from None
+        size = sizes[file]
+        try:
+            offset = int(entries.get("offset", "0"))
+            length = int(entries.get("length", str(size - offset)))
+        except ValueError:
+            raise OnnxStructureError(f"{what}: offset {entries.get('offset')!r} / length {entries.get('length')!r}; "
+                                     "non-negative integers are valid") from None
+        if offset < 0 or length < 0 or offset + length > size:
+            raise OnnxStructureError(f"{what}: {length} bytes at offset {offset} of {location!r}, which has {size}; "
+                                     "the data must lie inside the file")
+        total += length
+        if total > sum(sizes.values()):
+            raise OnnxStructureError(f"{what}: the tensors name {total} bytes in all, more than their data files hold "
+                                     f"({sum(sizes.values())}); each byte is read once")
+        with open(file, "rb") as handle:
+            handle.seek(offset)
+            tensor.raw_data = handle.read(length)
+        tensor.data_location = onnx.TensorProto.DEFAULT
+        del tensor.external_data[:]
 
 
 def _cache_widths(graph: Any, onnx: Any) -> dict[str, int]:

@@ -26,7 +26,7 @@ from ....tables.table import ModelRope
 from ...report import LayerEntry
 from ...served import LayerWiring, RotaryWiring
 
-__all__ = ["cache_layer_type", "judge_wiring", "read_wiring", "rotations"]
+__all__ = ["OnnxStructureError", "cache_layer_type", "judge_wiring", "read_wiring", "rotations"]
 
 _LAYER = re.compile(r"(?:^|/)layers\.(\d+)/")
 _ATTENTION = frozenset({"GroupQueryAttention", "MultiHeadAttention", "Attention", "SparseAttention",
@@ -39,8 +39,31 @@ _RESHAPES = frozenset({"Reshape", "Transpose", "Cast", "Identity", "Squeeze", "U
 _ROLE_HOPS = 4
 
 
+class OnnxStructureError(ValueError):
+    """A graph whose structure no producer writes (a tensor's type or dims, a node's attribute): the message names
+    the tensor or node and what would be valid; the reader turns it into the artifact's error."""
+
+
+_INTEGER_ATTRIBUTES = frozenset({"local_window_size", "rotary_embedding_dim", "interleaved", "do_rotary",
+                                 "rotary_interleaved"})
+
+
 def _attributes(node: Any, onnx: Any) -> dict[str, Any]:
-    return {attribute.name: onnx.helper.get_attribute_value(attribute) for attribute in node.attribute}
+    """A node's attributes; those the wiring reads must be integers (an attribute written as a string, a float
+    or a list is refused by node and name)."""
+    found = {}
+    for attribute in node.attribute:
+        try:
+            found[attribute.name] = onnx.helper.get_attribute_value(attribute)
+        except Exception as error:  # an attribute of no known type
+            raise OnnxStructureError(f"node {node.name!r} ({node.op_type}) attribute {attribute.name!r}: "
+                                     f"{type(error).__name__}; an attribute of one of ONNX's types is valid") from None
+    for name in _INTEGER_ATTRIBUTES & found.keys():
+        value = found[name]
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise OnnxStructureError(f"node {node.name!r} ({node.op_type}) attribute {name} is {value!r}; an integer "
+                                     "is valid")
+    return found
 
 
 def read_wiring(graph: Any, widths: Mapping[str, int], onnx: Any) -> list[LayerWiring]:
