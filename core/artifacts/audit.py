@@ -54,6 +54,11 @@ def audit_artifact(
     engine = {key: value for key, value in artifact.engine.items() if key != "layers"} if artifact.engine else None
     facts = ArtifactFacts(artifact.path, artifact.kind, artifact.producer, tuple(t.where for t in artifact.tables),
                           engine)
+    stated = artifact.engine.get("non_finite") if artifact.engine else None
+    if not artifact.tables and stated:  # the file states a non-finite value: no table it builds is the declared one
+        return AuditReport("mismatch", facts, {name: LayerReport("mismatch", None, served_as=str(stated))
+                                               for name in model.tables}, scope, artifact, artifact.rules,
+                           artifact.flags, reason=str(stated))
     if not artifact.tables:
         refused = artifact.engine.get("refused")
         return AuditReport(

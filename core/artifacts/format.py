@@ -162,6 +162,13 @@ def find_format(path: str) -> Format:
         for name, entry in FORMATS.items():
             if entry.json_path and keys[:len(entry.json_path)] == entry.json_path:
                 return _load(name)
+        if os.path.isfile(path) and not any(".json" in entry.suffixes for entry in FORMATS.values()):
+            from ..errors import ArgumentError
+
+            known = ", ".join(f"{name} ({'.'.join(entry.json_path)})" for name, entry in FORMATS.items()
+                              if entry.json_path)
+            raise ArgumentError("served", f"{path}: {_json_problem(path) or 'no keys of an engine file'}; a .json "
+                                f"artifact is read by its keys: {known}")
     for name, entry in FORMATS.items():
         if suffix in entry.suffixes or (folder and entry.folder):
             return _load(name)
@@ -183,14 +190,12 @@ def format_of(artifact: ServedArtifact) -> Format:
 def _json_keys(path: str) -> tuple[str, ...]:
     """The path of nested keys a small JSON file opens with, as far as :data:`FORMATS` asks (empty: not
     such a file; the reader says what is wrong)."""
-    import json
+    from ..errors import ArgumentError
+    from .served import read_json
 
     try:
-        if not os.path.isfile(path) or os.path.getsize(path) > MAX_JSON_BYTES:
-            return ()
-        with open(path, encoding="utf-8") as file:
-            found = json.load(file)
-    except (OSError, ValueError):
+        found = read_json(path, "served", MAX_JSON_BYTES, "an engine's JSON file is small")
+    except ArgumentError:
         return ()
     for entry in FORMATS.values():
         node: Any = found
@@ -202,6 +207,18 @@ def _json_keys(path: str) -> tuple[str, ...]:
         if keys and len(keys) == len(entry.json_path):
             return tuple(keys)
     return ()
+
+
+def _json_problem(path: str) -> str | None:
+    """Why the JSON file at ``path`` cannot be read (``None``: it can)."""
+    from ..errors import ArgumentError
+    from .served import read_json
+
+    try:
+        read_json(path, "served", MAX_JSON_BYTES, "an engine's JSON file is small")
+    except ArgumentError as error:
+        return error.problem.removeprefix(f"{path}: ")
+    return None
 
 
 MAX_JSON_BYTES = 1 << 22

@@ -19,8 +19,8 @@ from ..errors import ArgumentError
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["MAX_ARRAY_BYTES", "LayerWiring", "RotaryWiring", "ServedArtifact", "ServedTable", "check_regular_file",
-           "half_columns", "output_rows"]
+__all__ = ["MAX_ARRAY_BYTES", "MAX_JSON_DEPTH", "LayerWiring", "RotaryWiring", "ServedArtifact", "ServedTable",
+           "check_regular_file", "half_columns", "output_rows", "read_json"]
 
 Kind = Literal["inv_freq", "cache"]
 MAX_ARRAY_BYTES = 1 << 30
@@ -123,6 +123,56 @@ def check_regular_file(path: str, argument: str) -> os.stat_result:
     if not stat.S_ISREG(info.st_mode):
         raise ArgumentError(argument, f"{path}: not a regular file")
     return info
+
+
+MAX_JSON_DEPTH = 64
+"""The deepest nesting of an engine's JSON file read (Genie's configs nest 5 levels)."""
+
+
+def read_json(path: str, argument: str, limit: int, sizes: str) -> Any:
+    """The JSON file at ``path``, bounded: a regular file of at most ``limit`` bytes (``sizes`` says what
+    real ones are), UTF-8, nested at most :data:`MAX_JSON_DEPTH` levels; :class:`ArgumentError` naming the
+    file and what is wrong otherwise (never a ``RecursionError``)."""
+    import json
+
+    info = check_regular_file(path, argument)
+    if info.st_size > limit:
+        raise ArgumentError(argument, f"{path}: {info.st_size} bytes; {sizes} (at most {limit} are read)")
+    try:
+        with open(path, "rb") as file:
+            data = file.read(limit + 1)
+    except OSError as error:
+        raise ArgumentError(argument, f"{path}: cannot read: {error.strerror or error}") from None
+    if len(data) > limit:
+        raise ArgumentError(argument, f"{path}: larger than {limit} bytes; {sizes}")
+    try:
+        text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ArgumentError(argument, f"{path}: not UTF-8 (byte {error.start}); a JSON file is UTF-8") from None
+    depth = _json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise ArgumentError(argument, f"{path}: JSON nested {depth} levels deep; at most {MAX_JSON_DEPTH} are read")
+    try:
+        return json.loads(text)
+    except RecursionError:  # pragma: no cover - the depth is checked first
+        raise ArgumentError(argument, f"{path}: JSON nested too deep; at most {MAX_JSON_DEPTH} levels") from None
+    except ValueError as error:
+        raise ArgumentError(argument, f"{path}: cannot read as JSON: {error}") from None
+
+
+def _json_depth(text: str) -> int:
+    """The deepest ``[``/``{`` nesting of ``text``, strings skipped (an upper bound for invalid JSON)."""
+    import re
+
+    deepest = depth = 0
+    for token in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):
+        char = token.group()[0]
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def half_columns(values: npt.NDArray[np.float64], layout: str, pairs: int | None = None) -> npt.NDArray[np.float64]:

@@ -78,8 +78,9 @@ def test_the_file_is_recognised_by_its_content(tmp_path: Path) -> None:
     assert read_artifact(renamed).kind == "genie"
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"dialog": {}}))
-    with pytest.raises(ropekit.ArgumentError, match="raw file of unknown dtype"):
-        read_artifact(other)  # no dialog.engine: not Genie's, read as what its suffix says
+    with pytest.raises(ropekit.ArgumentError, match=r"no keys of an engine file; a \.json artifact is read by its "
+                       r"keys: genie \(dialog\.engine\)"):
+        read_artifact(other)  # no dialog.engine: not Genie's, and no other format reads a .json
 
 
 def _rope_free(config: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ block says so, cos/sin of magnitude 1 (no attention factor) and the same table a
 
 from __future__ import annotations
 
-import json
+import math
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -23,7 +23,7 @@ from ....tables.table import ModelRope, RopeTable
 from ...judge import judge_tables
 from ...report import AuditScope, Judgement
 from ...rules import Candidate, Rules
-from ...served import ServedArtifact, ServedTable, check_regular_file
+from ...served import ServedArtifact, ServedTable, read_json
 
 __all__ = ["CONFIG_NAME", "GENIE_RULE", "GenieRules", "config_path", "genie_inv_freq", "judge_genie", "read_genie",
            "rope_keys"]
@@ -41,30 +41,42 @@ def config_path(path: str) -> str:
 
 
 def load_config(path: str) -> dict[str, Any]:
-    """The parsed file (refused when it is not a Genie config)."""
-    info = check_regular_file(path, "served")
-    if info.st_size > MAX_CONFIG_BYTES:
-        raise ArgumentError("served", f"{path}: {info.st_size} bytes; a genie_config.json is a few kB")
-    try:
-        with open(path, encoding="utf-8") as file:
-            found = json.load(file)
-    except (OSError, ValueError) as error:
-        raise ArgumentError("served", f"{path}: cannot read as JSON: {error}") from None
+    """The parsed file (refused when it is not a Genie config, or when a block Genie reads is not an object)."""
+    found = read_json(path, "served", MAX_CONFIG_BYTES, "a genie_config.json is a few kB")
     if not isinstance(found, dict) or not isinstance(found.get("dialog"), dict) or not isinstance(
             found["dialog"].get("engine"), dict):
         raise ArgumentError("served", f"{path}: not a Genie config (no dialog.engine)")
+    rope_keys(found, path)  # every block the audit reads is checked once, here
     return found
 
 
-def rope_keys(config: dict[str, Any]) -> dict[str, Any]:
+def _block(parent: dict[str, Any], key: str, where: str, path: str) -> dict[str, Any]:
+    """``parent[key]`` as an object (empty when absent or null); anything else refused by its JSON path."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ArgumentError("served", f"{path}: {where}.{key} is {_short(value)} ({type(value).__name__}); Genie reads "
+                            "an object there")
+    return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def rope_keys(config: dict[str, Any], path: str = CONFIG_NAME) -> dict[str, Any]:
     """What Genie reads for RoPE: ``form`` (``positional-encoding`` or ``QnnHtp``), ``theta``, ``pairs``,
-    the ``scaling`` block (or ``None``) and the context ``size``."""
+    the ``scaling`` block (or ``None``) and the context ``size``. A block that is not an object is refused by
+    its JSON path (``dialog.engine.model``)."""
     dialog = config["dialog"]
     engine = dialog["engine"]
-    encoding = (engine.get("model") or {}).get("positional-encoding")
-    backend = (engine.get("backend") or {}).get("QnnHtp") or {}
-    size = (dialog.get("context") or {}).get("size")
-    if isinstance(encoding, dict):
+    model = _block(engine, "model", "dialog.engine", path)
+    backend = _block(_block(engine, "backend", "dialog.engine", path), "QnnHtp", "dialog.engine.backend", path)
+    size = _block(dialog, "context", "dialog", path).get("size")
+    if "positional-encoding" in model:
+        encoding = _block(model, "positional-encoding", "dialog.engine.model", path)
         form, theta, pairs, scaling = ("positional-encoding", encoding.get("rope-theta"), encoding.get("rope-dim"),
                                        encoding.get("rope-scaling"))
         kind = encoding.get("type", "rope")
@@ -91,27 +103,57 @@ def genie_inv_freq(theta: float, pairs: int, scaling: dict[str, Any] | None) -> 
 
 def read_genie(path: str) -> ServedArtifact:
     """The table Genie builds from the bundle's ``genie_config.json`` (none, with the reason, when the file
-    names an encoding Genie's LLM path does not build from these keys)."""
+    names an encoding Genie's LLM path does not build from these keys; a non-finite value it states is named
+    as a mismatch, ``engine["non_finite"]``)."""
     file = config_path(path)
-    keys = rope_keys(load_config(file))
+    keys = rope_keys(load_config(file), file)
     engine = {"form": keys["form"], "rope_theta": keys["theta"], "pairs": keys["pairs"],
               "rope_scaling": keys["scaling"], "context_size": keys["size"]}
     where = (f"{CONFIG_NAME} engine.model.positional-encoding" if keys["form"] == "positional-encoding"
              else f"{CONFIG_NAME} engine.backend.QnnHtp rope-theta / pos-id-dim")
     theta, pairs, scaling = keys["theta"], keys["pairs"], keys["scaling"]
-    if not isinstance(theta, (int, float)) or isinstance(theta, bool) or theta <= 1:
+    key = "rope-theta"
+    stated = [(key, theta)] + ([(f"rope-scaling.{name}", scaling.get(name)) for name in LLAMA3_KEYS]
+                               if isinstance(scaling, dict) else [])
+    for name, value in stated:
+        if isinstance(value, float) and not math.isfinite(value):
+            engine = {**engine, "rope_theta": None if name == key else theta, "rope_scaling": None,
+                      "non_finite": f"{where} states {name} {value!r}: not a finite number, so no table Genie "
+                                    "builds from it is the declared one"}
+            return ServedArtifact(path, "genie", (), "qai-hub-models (Genie)", (GENIE_RULE,), engine=engine)
+    if not isinstance(theta, (int, float)) or isinstance(theta, bool) or not 1 < theta < 1e300:
         return ServedArtifact(path, "genie", (), "qai-hub-models (Genie)", (GENIE_RULE,),
-                              engine={**engine, "refused": f"{where} has no usable rope-theta ({theta!r})"})
-    if not isinstance(pairs, int) or isinstance(pairs, bool) or pairs < 1:
-        return ServedArtifact(path, "genie", (), "qai-hub-models (Genie)", (GENIE_RULE,),
-                              engine={**engine, "refused": f"{where} has no usable pos-id-dim / rope-dim ({pairs!r})"})
-    if scaling is not None and (not isinstance(scaling, dict) or scaling.get("rope-type") != "llama3" or any(
-            not isinstance(scaling.get(key), (int, float)) for key in LLAMA3_KEYS)):
+                              engine={**engine, "refused": f"{where} has no usable rope-theta ({_short(theta)})"})
+    if not isinstance(pairs, int) or isinstance(pairs, bool) or not 1 <= pairs <= MAX_PAIRS:
         return ServedArtifact(path, "genie", (), "qai-hub-models (Genie)", (GENIE_RULE,), engine={
-            **engine, "refused": f"{where}'s rope-scaling {scaling!r} is not llama3's block, the one this audit models "
-                                 "(a VLM's mrope block needs the host's positions)"})
+            **engine, "refused": f"{where} has no usable pos-id-dim / rope-dim ({_short(pairs)}; 1 to {MAX_PAIRS})"})
+    if scaling is not None and (not isinstance(scaling, dict) or scaling.get("rope-type") != "llama3" or any(
+            not isinstance(scaling.get(key), (int, float)) or isinstance(scaling.get(key), bool)
+            or abs(scaling[key]) > 1e300 for key in LLAMA3_KEYS)):
+        return ServedArtifact(path, "genie", (), "qai-hub-models (Genie)", (GENIE_RULE,), engine={
+            **engine, "refused": f"{where}'s rope-scaling {_short(scaling)} is not llama3's block, the one this audit "
+                                 "models (a VLM's mrope block needs the host's positions)"})
+    if scaling is not None:
+        _check_llama3(scaling, where, file)
     served = ServedTable(where, "inv_freq", genie_inv_freq(float(theta), pairs, scaling), "float32", magnitude=1.0)
     return ServedArtifact(path, "genie", (served,), "qai-hub-models (Genie)", (GENIE_RULE,), engine=engine)
+
+
+MAX_PAIRS = 1 << 15
+"""The most rotary pairs a ``pos-id-dim`` / ``rope-dim`` may state (a head of 65536 channels)."""
+
+
+def _check_llama3(scaling: dict[str, Any], where: str, path: str) -> None:
+    """llama3's block as its smoothing can use it: factor, low and original positive, high above low."""
+    factor, low, high, original = (float(scaling[key]) for key in LLAMA3_KEYS)
+    problems = [(name, value, valid) for name, value, valid, ok in (
+        ("factor", factor, "a number > 0", factor > 0), ("low-freq-factor", low, "a number > 0", low > 0),
+        ("high-freq-factor", high, f"a number > low-freq-factor ({low:g})", high > low),
+        ("original-max-position-embeddings", original, "a number > 0", original > 0)) if not ok]
+    if problems:
+        name, value, valid = problems[0]
+        raise ArgumentError("served", f"{path}: {where} rope-scaling.{name} is {value:g}; llama3's smoothing needs "
+                            f"{valid}")
 
 
 class GenieRules(Rules):
