@@ -25,7 +25,8 @@ from ...served import MAX_ARRAY_BYTES, check_regular_file
 
 __all__ = ["ConstRef", "IrGraph", "Rotary", "find_rotaries", "ir_paths", "read_graph"]
 
-MAX_XML_BYTES = 1 << 28
+MAX_XML_BYTES = 1 << 26
+"""The largest ``.xml`` read (an 8B model's is a few MB; ElementTree holds about 10 times its size)."""
 _DTYPES = {"f32": "<f4", "f16": "<f2", "f64": "<f8", "i64": "<i8", "i32": "<i4", "u8": "u1", "i8": "i1",
            "boolean": "u1", "u64": "<u8", "u32": "<u4"}
 _LAYER = re.compile(r"(?<![A-Za-z0-9_])layers\.(\d+)(?![0-9])")
@@ -149,19 +150,53 @@ def read_graph(path: str) -> IrGraph:
     for element in root.iterfind("layers/layer"):
         data = element.find("data")
         port = element.find("output/port")
-        dims = tuple(int(dim.text or -1) for dim in port.iterfind("dim")) if port is not None else None
-        layers[element.get("id", "")] = Layer(element.get("id", ""), element.get("name", ""),
-                                              element.get("type", ""), dict(data.attrib) if data is not None else {},
-                                              dims)
+        ident = element.get("id", "")
+        where = f"layer id={ident!r} ({element.get('name', '')!r})"
+        if ident in layers:
+            raise ArgumentError("served", f"{xml}: {where} appears twice; each layer id is unique")
+        dims = tuple(_integer(dim.text or "-1", xml, f"{where} output dim", -1) for dim in port.iterfind("dim")) \
+            if port is not None else None
+        layers[ident] = Layer(ident, element.get("name", ""), element.get("type", ""),
+                              dict(data.attrib) if data is not None else {}, dims)
+        if layers[ident].type == "Const":
+            _check_const(layers[ident].data, xml, where, size)
     inputs: dict[tuple[str, int], str] = {}
     consumers: dict[str, list[str]] = {}
-    for edge in root.iterfind("edges/edge"):
+    for number, edge in enumerate(root.iterfind("edges/edge")):
         source, target = edge.get("from-layer", ""), edge.get("to-layer", "")
-        inputs[(target, int(edge.get("to-port", 0)))] = source
+        for end, ident in (("from-layer", source), ("to-layer", target)):
+            if ident not in layers:
+                raise ArgumentError("served", f"{xml}: edge #{number} {end}={ident!r} names no layer; an edge joins "
+                                    "two layers of <layers>")
+        port_number = _integer(edge.get("to-port", "0"), xml, f"edge #{number} to-port", 0)
+        inputs[(target, port_number)] = source
         consumers.setdefault(source, []).append(target)
     with open(weights, "rb") as file:
         content = file.read()
     return IrGraph(xml, weights, layers, inputs, consumers, content)
+
+
+def _integer(text: str, xml: str, where: str, least: int) -> int:
+    """An integer attribute or dim of the XML (at least ``least``), refused by where it is otherwise."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ArgumentError("served", f"{xml}: {where} is {text[:40]!r}; an integer is valid") from None
+    if value < least:
+        raise ArgumentError("served", f"{xml}: {where} is {value}; at least {least} is valid")
+    return value
+
+
+def _check_const(data: dict[str, str], xml: str, where: str, size: int) -> None:
+    """A ``Const``'s shape, offset and size: integers, and its bytes inside the ``.bin``."""
+    for part in data.get("shape", "").split(","):
+        if part.strip():
+            _integer(part, xml, f"{where} shape", 0)
+    offset = _integer(data.get("offset", "0"), xml, f"{where} offset", 0)
+    length = _integer(data.get("size", "0"), xml, f"{where} size", 0)
+    if offset + length > size:
+        raise ArgumentError("served", f"{xml}: {where} reads bytes {offset}..{offset + length}, past the end of the "
+                            f".bin ({size} bytes); a Const's bytes lie inside it")
 
 
 @attrs.frozen
@@ -261,7 +296,8 @@ def _select(graph: IrGraph, ancestors: Iterable[str]) -> dict[str, ConstRef] | N
         if graph.layers.get(condition) is None or graph.layers[condition].type != "Greater":
             continue
         threshold = [source for source in graph.input_layers(condition) if graph.layers[source].type == "Const"]
-        if not threshold or graph.layers[long].type != "Const" or graph.layers[short].type != "Const":
+        if not threshold or any(graph.layers.get(end) is None or graph.layers[end].type != "Const"
+                                for end in (long, short)):
             continue
         found = {"threshold": graph.const(threshold[0]), "long": graph.const(long), "short": graph.const(short)}
         power = [source for source in graph.consumers.get(layer, []) if graph.layers[source].type == "Multiply"]

@@ -7,6 +7,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
+
+from ....errors import ArgumentError
 from ...format import DEFAULT_LENGTHS
 from ...served import ServedArtifact, ServedTable
 from .evaluate import evaluate_rotaries
@@ -59,7 +62,12 @@ def _rotary_json(graph: Any, rotary: Any) -> dict[str, Any]:
     if rotary.inv_freq is not None:
         found["inv_freq"] = rotary.inv_freq.name
     if rotary.select is not None:
-        found["switch"] = {"threshold": int(graph.value(rotary.select["threshold"]).reshape(-1)[0]),
+        threshold = graph.value(rotary.select["threshold"]).reshape(-1)
+        if threshold.size != 1 or not np.isfinite(threshold[0]) or abs(float(threshold[0])) > 2 ** 62:
+            name = rotary.select["threshold"].name
+            raise ArgumentError("served", f"{graph.xml}: longrope's threshold Const {name!r} "
+                                f"holds {threshold[:4].tolist()}; one finite integer is valid")
+        found["switch"] = {"threshold": int(threshold[0]),
                            **{key: ref.name for key, ref in rotary.select.items()}}
     if rotary.inv_freq is None and rotary.select is None:
         found["computed"] = "the frequencies are computed in the graph"
