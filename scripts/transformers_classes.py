@@ -62,6 +62,13 @@ Per model_type:
   the class from a config stating them (``from_dict``). Absent: the class keeps no rope parameters.
   ``spellings_beside_block``: the same when the config also states a flat rope block, where that
   differs (a class whose default block is a scheme keeps its own base unless a block is stated).
+- ``attending``: for a class whose config rewrites ``num_hidden_layers`` (HRM's text model counts one
+  cache slot per recurrent invocation of its layers), the config key whose value is the number of
+  layers its code builds and attends with (``num_layers_per_stack``): the layers past it never call
+  attention. Observed by the probe (``ropekit.engines.probe.observe``) at three sizes.
+- ``layer_type_renames`` (top level): the legacy layer-type names transformers' ``PreTrainedConfig``
+  renames in every class (``deepseek_sparse_attention`` is ``indexed_attention``), observed by
+  handing each name its ``configuration_utils`` module spells to ``remap_legacy_layer_types``.
 - ``reads``: the rope keys the modeling code reads as config attributes (``config.rotary_dim``).
   A rope key neither converted nor read is ignored by the model: ropekit serves what the code
   applies and warns naming the key.
@@ -166,7 +173,8 @@ def _describe(model_type: str, config_class: type, read_keys: frozenset[str],
                     "rope_blocks": _class_rope_blocks(config_class),
                     "flat_scaling": _flat_scaling(config_class), "folds": _folds(config_class),
                     "last_layer": _last_layer(config_class), "unread": _unread(config_class),
-                    "pairing": _pairing(model_type, config_class), "nope_default": _nope_default(config_class)}
+                    "pairing": _pairing(model_type, config_class), "nope_default": _nope_default(config_class),
+                    "attending": _attending(model_type, config_class)}
         entry.update((name, fact) for name, fact in observed.items() if fact)  # a base is never 0
         entry.update(_key_facts(config_class))  # an empty spelling list is a fact too: nothing converted
         plan = _layer_plan(config_class, observed["last_layer"])
@@ -642,26 +650,42 @@ def _periodic(config_class: type, last: str | None, **stated: Any) -> dict[str, 
     :data:`PLAN_LENGTHS`; ``None``: no such plan fits (or the class builds none)."""
     plans = {layers: _plan_at(config_class, layers, **stated) for layers in PLAN_LENGTHS}
     longest = plans[PLAN_LENGTHS[-1]]
-    if longest is None or any(plan is None for plan in plans.values()):
+    if longest is None:
         return None
-    for first, end in ((None, last), (None, longest[-1]), (longest[0], last), (longest[0], longest[-1])):
-        body = range(1 if first is not None else 0, len(longest) - (1 if end is not None else 0))
+    candidates: list[tuple[list[str], str | None]] = [([], last), ([], longest[-1]), (longest[:1], last),
+                                                       (longest[:1], longest[-1]), (longest[:2], None),
+                                                       (longest[:2], longest[-1])]
+    for head, end in candidates:
+        body = range(len(head), len(longest) - (1 if end is not None else 0))
         period = next((size for size in range(1, LONGEST_PERIOD + 1)
                        if all(longest[index] == longest[body[0] + (index - body[0]) % size] for index in body)), None)
         if period is None:
             continue
         pattern = [longest[next(index for index in body if index % period == phase)] for phase in range(period)]
-        fits = True
-        for layers, plan in plans.items():
-            expected = [pattern[index % period] for index in range(layers)]
-            if first is not None:
-                expected[0] = first
-            if end is not None:
-                expected[-1] = end
-            fits = fits and plan == expected
-        if fits:
-            return {"pattern": pattern, "first": first, "last": end}
+        if len(head) > 1 and head[1:] == [pattern[index % period] for index in range(1, len(head))]:
+            continue  # a head the pattern gives anyway is the shorter candidate's
+        misfits = [layers for layers, plan in plans.items() if plan != _expected(pattern, head, end, layers)]
+        # the class may build its first lengths its own way (OLMo-hybrid forces a full layer into 2 or 3, and
+        # builds no 1-layer model): kept as observed, below the shortest length from which the pattern holds
+        shortest = max(misfits, default=0) + 1
+        if shortest > min(2 * period + len(head) + 1, PLAN_LENGTHS[11]) or any(
+                layers not in plans for layers in range(1, shortest)):
+            continue
+        plan: dict[str, Any] = {"pattern": pattern, "first": head[0] if len(head) == 1 else None, "last": end}
+        if len(head) > 1:
+            plan["head"] = head
+        if shortest > 1:
+            plan["short"] = {str(layers): plans[layers] for layers in range(1, shortest)}
+        return plan
     return None
+
+
+def _expected(pattern: list[str], head: list[str], end: str | None, layers: int) -> list[str]:
+    expected = [pattern[index % len(pattern)] for index in range(layers)]
+    expected[: len(head)] = head[:layers]
+    if end is not None and layers:
+        expected[-1] = end
+    return expected[:layers]
 
 
 def _plan_keys(config_class: type) -> list[tuple[str, Any]]:
@@ -746,6 +770,56 @@ def _folds(config_class: type) -> str | None:
         return None
     folded = list(getattr(built, "layer_types", None) or []) == paired[::2]
     return "mlp" if folded and getattr(built, "num_hidden_layers", None) == len(paired) // 2 else None
+
+
+def _attending(model_type: str, config_class: type) -> dict[str, Any] | None:
+    """For a class whose config rewrites the ``num_hidden_layers`` it is given (HRM's text model: one
+    cache slot per recurrent invocation, ``num_layers_per_stack * H_cycles * (L_cycles + 1)``), the
+    config key holding the number of layers its code builds and attends with, ``{"key": name}``: the
+    probe (:func:`ropekit.engines.probe.observe`) runs the class stating 1, 2 and 3 layers and counts the
+    layers that call attention; the key is the one integer field of the built config equal to that count
+    every time. ``None``: the class keeps the count it is given (or the probe cannot run it)."""
+    sizes = (1, 2, 3)
+    built = []
+    for layers in sizes:
+        try:
+            built.append(config_class.from_dict({"num_hidden_layers": layers}))
+        except Exception:
+            return None
+    if all(getattr(config, "num_hidden_layers", layers) == layers for config, layers in zip(built, sizes, strict=True)):
+        return None
+    from ropekit.engines.probe import observe
+
+    counts = []
+    for layers in sizes:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _, _, seen = observe({"model_type": model_type, "num_hidden_layers": layers}, seq_lens=[4096])
+        except Exception:
+            return None
+        attending = [layer.index for layer in seen if layer.kind != "no_attention"]
+        if attending != list(range(len(attending))):
+            return None
+        counts.append(len(attending))
+    keys = [field.name for field in dataclasses.fields(config_class) if field.name != "num_hidden_layers"
+            and all(getattr(config, field.name, None) == count and config.num_hidden_layers != count
+                    for config, count in zip(built, counts, strict=True))]
+    return {"key": keys[0]} if len(keys) == 1 else None
+
+
+def layer_type_renames() -> dict[str, str]:
+    """The legacy layer-type names every config class renames (``PreTrainedConfig.__post_init__`` calls
+    ``remap_legacy_layer_types``): each word its module spells as a string literal, handed to that function."""
+    import inspect
+
+    from transformers import configuration_utils
+
+    remap = getattr(configuration_utils, "remap_legacy_layer_types", None)
+    if remap is None:
+        return {}
+    names = sorted(set(re.findall(r'"([a-z_]+)"', inspect.getsource(configuration_utils))))
+    return {name: renamed[0] for name in names if (renamed := remap([name])) != [name]}
 
 
 def _unread(config_class: type) -> list[str]:
@@ -986,6 +1060,7 @@ def build() -> dict[str, Any]:
     return {"transformers": transformers.__version__,
             "command": "python scripts/transformers_classes.py",
             "rope_keys": list(candidate_keys()),
+            "layer_type_renames": layer_type_renames(),
             "classes": classes}
 
 

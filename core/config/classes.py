@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
-__all__ = ["ClassFacts", "class_facts", "facts_for", "model_types", "rope_keys", "transformers_version"]
+__all__ = ["ClassFacts", "class_facts", "facts_for", "layer_type_renames", "model_types", "rope_keys",
+           "transformers_version"]
 
 _DATA = os.path.join(os.path.dirname(__file__), "transformers_classes.json")
 
@@ -87,6 +88,10 @@ class ClassFacts(NamedTuple):
     pairing: str | None = None
     """``gptj``: the class's code rotates interleaved pairs of its MLA rope sub-head whatever the
     config's ``rope_interleave`` says (observed in the frame of the projection's channels)."""
+    attending: Mapping[str, Any] | None = None
+    """For a class whose config rewrites ``num_hidden_layers`` (HRM's text model counts a cache slot per
+    recurrent invocation): ``key``, the config key holding the number of layers its code builds and attends
+    with; the layers past it never call attention (observed by the probe)."""
     layer_plan: Mapping[str, Any] | None = None
     """The layer plan the config class builds when a config states no ``layer_types``: ``pattern``
     (repeated over the layers; ``None``: no repetition ropekit derived) and ``keys``, the config keys
@@ -143,6 +148,17 @@ def rope_keys() -> frozenset[str]:
 @functools.cache
 def _rope_keys() -> frozenset[str]:
     return frozenset(_head()["rope_keys"])
+
+
+def layer_type_renames() -> Mapping[str, str]:
+    """Legacy layer-type names every config class of the pinned transformers renames, and the name each
+    becomes (``deepseek_sparse_attention`` is ``indexed_attention``), as derived from its code."""
+    return _layer_type_renames()
+
+
+@functools.cache
+def _layer_type_renames() -> Mapping[str, str]:
+    return MappingProxyType(dict(_head().get("layer_type_renames", {})))
 
 
 def _spelling_table(value: Any) -> Mapping[str, Mapping[str, tuple[str, ...]]] | None:
@@ -202,6 +218,7 @@ def class_facts(model_type: str) -> ClassFacts | None:
         pairing=entry.get("pairing"),
         nope_default=MappingProxyType(dict(entry["nope_default"])) if entry.get("nope_default") else None,
         layer_plan=MappingProxyType(dict(entry["layer_plan"])) if entry.get("layer_plan") else None,
+        attending=MappingProxyType(dict(entry["attending"])) if entry.get("attending") else None,
         rope_blocks=MappingProxyType({name: None if block is None else MappingProxyType(dict(block))
                                       for name, block in entry["rope_blocks"].items()})
         if entry.get("rope_blocks") else None,

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import RopeConfigError
-from .classes import facts_for
+from .classes import facts_for, layer_type_renames, transformers_version
 from .families import ATTENTION_LAYER_TYPES, CLASS_LOCAL_THETA, NO_ROPE_LAYER_TYPES, Family
 from .view import ConfigView, positive_int
 
@@ -40,15 +40,39 @@ def plan_layers(view: ConfigView, family: Family, *, per_type: bool, block_types
     types = _declared(view, declared, layers) if declared is not None else _derived(view, family, layers, per_type)
     known = ATTENTION_LAYER_TYPES | NO_ROPE_LAYER_TYPES | set(block_types)
     if not known.issuperset(types):  # one C-level pass; only a refusal walks the layers to name the first
+        renamed = {name: kind for name, kind in layer_type_renames().items() if kind in known}
         for index, name in enumerate(types):
-            if name not in known:
-                where = view.path("layer_types") if declared is not None else view.path("num_hidden_layers")
-                raise RopeConfigError(
-                    f"{where}[{index}]" if declared is not None else where,
-                    f"unknown layer type {name!r}; ropekit knows {', '.join(sorted(known))} (a layer type it cannot "
-                    "place is refused rather than guessed)",
-                )
+            if name in known:
+                continue
+            if name in renamed:  # transformers' own legacy name: served as that kind, named as the config names it
+                _note_alias(view, declared is not None, index, name, renamed[name])  # once, at its first layer
+                known = known | {name}
+                continue
+            where = view.path("layer_types") if declared is not None else view.path("num_hidden_layers")
+            raise RopeConfigError(  # a name neither ropekit nor transformers knows
+                f"{where}[{index}]" if declared is not None else where,
+                f"unknown layer type {name!r}; ropekit knows {', '.join(sorted(known))}, and transformers "
+                f"{transformers_version()} renames {_renames_text()} (a layer type it cannot place is refused "
+                "rather than guessed)",
+            )
     return LayerPlan(types, _no_rope_layers(view, family, len(types) or layers))
+
+
+def layer_kind(name: str) -> str:
+    """The kind a layer type name means: itself, or the name transformers renames it to
+    (``deepseek_sparse_attention`` is ``indexed_attention``)."""
+    return layer_type_renames().get(name, name)
+
+
+def _renames_text() -> str:
+    return ", ".join(f"{old!r} as {new!r}" for old, new in sorted(layer_type_renames().items()))
+
+
+def _note_alias(view: ConfigView, declared: bool, index: int, name: str, kind: str) -> None:
+    where = f"{view.path('layer_types')}[{index}]" if declared else view.path("layer_types")
+    warnings.warn(f"{where}: {name!r} is transformers' legacy name of {kind!r} (its config classes rename it, "
+                  f"transformers {transformers_version()}); served as {kind!r} layers, named {name!r} as the config "
+                  "names them", UserWarning, stacklevel=5)
 
 
 def _from_block_types(view: ConfigView, layers: int) -> tuple[str, ...]:
@@ -161,9 +185,16 @@ def _class_plan(view: ConfigView, layers: int) -> tuple[str, ...]:
     if not pattern:
         raise RopeConfigError(where, f"missing: {model_type}'s config class builds its layer plan in a way ropekit "
                               "has not derived (no repeated pattern); state layer_types")
+    short = chosen.get("short") or {}
+    if str(layers) in short:  # a length the class builds its own way (OLMo-hybrid's 2 or 3 layers)
+        built = short[str(layers)]
+        if built is None:
+            raise RopeConfigError(view.path("num_hidden_layers"), f"{layers}: {model_type}'s config class builds no "
+                                  f"model of {layers} layers (it raises); valid: {len(short) + 1} or more")
+        return tuple(str(name) for name in built)
     types = [str(pattern[index % len(pattern)]) for index in range(layers)]
-    if types and chosen.get("first") is not None:
-        types[0] = str(chosen["first"])
+    head = chosen.get("head") or ([chosen["first"]] if chosen.get("first") is not None else [])
+    types[: len(head)] = [str(name) for name in head][:layers]
     if types and chosen.get("last") is not None:
         types[-1] = str(chosen["last"])
     return tuple(types)
@@ -231,8 +262,10 @@ def _no_rope_layers(view: ConfigView, family: Family, layers: int | None) -> tup
             raise RopeConfigError(path, f"lists {len(values)} layers, but the model has {layers}; "
                                   "they must agree (1 = the layer uses RoPE, 0 = it does not)")
         return tuple(index for index, uses in enumerate(values) if not uses)
-    interval = positive_int(view, "no_rope_layer_interval")
     facts = facts_for(view)
+    if facts is not None and facts.attending is not None and layers is not None:
+        return _never_attending(view, str(facts.attending["key"]), layers)
+    interval = positive_int(view, "no_rope_layer_interval")
     plan = facts.nope_default if facts is not None and facts.kind == "rope" else None
     if interval is None and plan is None:
         return ()
@@ -244,6 +277,20 @@ def _no_rope_layers(view: ConfigView, family: Family, layers: int | None) -> tup
     assert plan is not None  # the class's own plan, derived from its code (transformers_classes.json)
     every, last = int(plan["every"]), plan["counted_from"] == "last"
     return tuple(index for index in range(layers) if ((layers - 1 - index) if last else (index + 1)) % every == 0)
+
+
+def _never_attending(view: ConfigView, key: str, layers: int) -> tuple[int, ...]:
+    """The layer indices past ``key`` (the number of layers the class's code builds, ``attending`` of
+    its class facts: HRM's ``num_layers_per_stack``): its ``num_hidden_layers`` counts more (cache slots
+    of recurrent invocations), and those never call attention, so they get no table. A config stating
+    no ``key`` has its class count ``num_hidden_layers`` layers, every one attending."""
+    count = positive_int(view, key)
+    if count is None or view.defaulted(key):
+        return ()
+    if count > layers:
+        raise RopeConfigError(view.path(key), f"{count}: {view.get('model_type')}'s code builds that many layers, more "
+                              f"than num_hidden_layers ({layers}); valid: at most {layers}")
+    return tuple(range(count, layers))
 
 
 def _no_rope_from_layer_configs(view: ConfigView, family: Family, layers: int | None) -> tuple[int, ...]:

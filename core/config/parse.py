@@ -33,7 +33,7 @@ from .families import (
     layout_of,
 )
 from .identify import FamilyLookup, identify
-from .layers import FLAT_LAYER_TYPE, plan_layers
+from .layers import FLAT_LAYER_TYPE, layer_kind, plan_layers
 from .remote import baichuan_rotates, chatglm_code, chatglm_generation
 from .screen import NOT_SERVED, judge, screen_keys
 from .source import read_config
@@ -218,7 +218,7 @@ def parse_config(
             "unlike its full layers; state rope_parameters per layer type (full_attention, sliding_attention)",
         )
     no_rope_types = {name for name, (_, value) in raw_blocks.items() if value is None}
-    no_rope_types |= NO_ROPE_LAYER_TYPES.intersection(plan.layer_types)
+    no_rope_types |= {name for name in set(plan.layer_types) if layer_kind(name) in NO_ROPE_LAYER_TYPES}
     no_rope_types |= family_no_rope
     blocks = tuple(
         _block(view, family, name, path, value)
@@ -231,6 +231,8 @@ def parse_config(
             blocks = (blocks[0]._replace(layer_type=next(iter(attention))),)  # name the one table as its layers do
     if nested:
         _check_nested_types(plan.layer_types, raw_blocks, no_rope_types, source_path)
+    elif len(blocks) > 1 and plan.layer_types:
+        _check_blocks_placed(view, plan.layer_types, blocks, no_rope_types)
     if family.rope_types is not None or family.refused_types or family.schemes:
         blocks = _family_rope_types(view, family, blocks)
 
@@ -287,6 +289,24 @@ def _served(view: ConfigView, blocks: tuple[RopeBlock, ...], source: Mapping[str
             return False
         return values.pop() if len(values) == 1 else NOT_SERVED
     return view.get(fact, NOT_SERVED)
+
+
+def _check_blocks_placed(
+    view: ConfigView, layer_types: tuple[str, ...], blocks: tuple[RopeBlock, ...], no_rope: set[str]
+) -> None:
+    """Every layer of the plan finds its block: a class whose default blocks are keyed by labels its layers
+    are not named by (DeepSeek-V4's ``main`` and ``compress``, each chosen per layer by its code) is refused
+    here, naming why, rather than loaded and failing at the first layer looked up."""
+    named = {block.layer_type for block in blocks}
+    unplaced = sorted({name for name in layer_types if name not in named and name not in no_rope})
+    if not unplaced:
+        return
+    model_type = view.get("model_type")
+    raise RopeConfigError(view.path("rope_parameters"), (
+        f"missing: {model_type}'s config class keys its default rope parameters by {', '.join(sorted(named))}, which "
+        f"are not the layer types of its layers ({', '.join(unplaced)}): its modeling code chooses one of them per "
+        "layer by a rule of its own, which ropekit has not derived, so no table can be placed on its layers. Valid: "
+        "rope_parameters keyed by the layer types the config's layers have"))
 
 
 def _check_nested_types(

@@ -31,6 +31,7 @@ def test_the_committed_class_facts_are_what_the_pinned_transformers_gives() -> N
     differing = sorted(name for name in fresh["classes"].keys() | committed["classes"].keys()
                        if fresh["classes"].get(name) != committed["classes"].get(name))
     assert differing == [], f"regenerate with {committed['command']}: {differing[:20]}"
+    assert fresh["layer_type_renames"] == committed["layer_type_renames"]
 
 
 FACTS = json.loads(COMMITTED.read_text(encoding="utf-8"))["classes"]
@@ -205,10 +206,16 @@ def test_a_flat_scaling_block_scales_the_layer_types_the_class_scales(model_type
             ropekit.load({**config, "rope_scaling": {"rope_type": "linear", "factor": 4.0}})
         assert dropped.value.path == "rope_scaling"
         return
-    if not (FACTS[model_type].get("layer_plan") or {}).get("pattern"):  # which layer is which is unknown
+    plan = FACTS[model_type].get("layer_plan") or {}
+    if not plan.get("pattern"):  # which layer is which is unknown
         with pytest.raises(ropekit.RopeConfigError, match="state layer_types") as unplanned:
             ropekit.load({**config, "rope_scaling": {"rope_type": "linear", "factor": 4.0}})
         assert unplanned.value.path == "layer_types"  # refused at load, never a table that fails at for_layer
+        return
+    if not set(plan["types"]) & set(FACTS[model_type]["theta"]):  # blocks keyed by labels no layer is named by
+        with pytest.raises(ropekit.RopeConfigError, match="not the layer types of its layers") as unplaced:
+            ropekit.load({**config, "rope_scaling": {"rope_type": "linear", "factor": 4.0}})
+        assert unplaced.value.path == "rope_parameters"  # DeepSeek-V4's main / compress
         return
     rope = ropekit.load({**config, "rope_scaling": {"rope_type": "linear", "factor": 4.0}})
     assert all(rope.for_layer(index) is not None for index in range(12)), model_type
