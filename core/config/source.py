@@ -15,7 +15,7 @@ import stat
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ConfigSourceError
+from ..errors import ConfigSourceError, RopeConfigError
 
 __all__ = ["MAX_CONFIG_BYTES", "MAX_DEPTH", "read_config"]
 
@@ -33,6 +33,7 @@ def read_config(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[Map
     """
     if type(source) is dict or isinstance(source, Mapping):  # a dict skips the ABC check
         _check_depth(source, "<mapping>")
+        _check_names(source)
         return source, "<mapping>"
     if not isinstance(source, (str, os.PathLike)):
         raise ConfigSourceError("", f"expected a mapping, a config.json path or a model directory, got "
@@ -54,7 +55,28 @@ def read_config(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[Map
     if not isinstance(config, dict):
         raise ConfigSourceError("", f"{path}: expected a JSON object, got {type(config).__name__}")
     _check_depth(config, path)
+    _check_names(config)
     return config, path
+
+
+def _check_names(config: Mapping[str, Any]) -> None:
+    """``architectures`` (at the top and in a nested ``*_config``) is a list of class names, or absent: the
+    code a config runs is identified by those names, so a list or number in their place is refused by its
+    JSON path (``architectures[0]``) before anything hashes or compares it."""
+    places: list[tuple[str, Any]] = [("", config)]
+    places += [(f"{key}.", value) for key, value in config.items() if isinstance(key, str) and key.endswith(
+        "_config") and isinstance(value, Mapping)]
+    for prefix, holder in places:
+        names = holder.get("architectures")
+        if names is None:
+            continue
+        if not isinstance(names, list):
+            raise RopeConfigError(f"{prefix}architectures", f"expected a list of class names (strings), got "
+                                    f"{type(names).__name__} {_short(names)}")
+        for index, name in enumerate(names):
+            if not isinstance(name, str):
+                raise RopeConfigError(f"{prefix}architectures[{index}]", f"expected a class name (a string), got "
+                                        f"{type(name).__name__} {_short(name)}")
 
 
 def _read_text(path: str) -> str:
