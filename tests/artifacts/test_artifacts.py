@@ -165,7 +165,11 @@ def test_gguf_alone_is_checked_for_red_flags() -> None:
     assert fine.returncode == 0 and "no red flags" in fine.stdout
     betas = json.loads(_cli("audit", "--served", str(_served("gguf_llama_yarn_betas")), "--json").stdout)
     assert any("ignored by llama.cpp's llama loader" in flag for flag in betas["flags"])
-    assert _cli("audit", "--served", str(ARTIFACTS / "onnx_llama3_fp32")).returncode == 2
+    # a pack that is not a GGUF needs the model's config: the one inside the pack folder, when it has one
+    inside = _cli("audit", "--served", str(ARTIFACTS / "onnx_llama3_fp32"))
+    assert inside.returncode == 0 and "MATCH" in inside.stdout
+    alone = _cli("audit", "--served", str(ARTIFACTS / "onnx_llama3_fp32" / "model.onnx"))
+    assert alone.returncode == 2 and "CONFIG" in alone.stderr
 
 
 def test_a_pack_without_a_table_is_no_table_never_match(tmp_path: Path) -> None:
