@@ -8,6 +8,7 @@ column layout. Format-neutral: an engine's rules come in as :class:`~ropekit.art
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -220,9 +221,10 @@ def _llama3_fitted(table: RopeTable, estimate: npt.NDArray[np.float64]) -> Itera
     if estimate.shape != (pairs,) or not np.all(np.isfinite(estimate) & (estimate > 0)):
         return
     plain = plain_inv_freq(table.geometry.theta, table.rotary_dim, pairs)
-    ratio = plain / estimate
+    with np.errstate(over="ignore"):
+        ratio = plain / estimate
     top = float(ratio.max())
-    if top < 1.01:
+    if top < 1.01 or not np.all(np.isfinite(ratio)):  # a served value so small its ratio overflows fits no llama3
         return
     factor = _rounded(float(np.median(ratio[ratio > top * 0.998])))
     declared = {name: table.params.get(name) for name in _LLAMA3_VARIANTS}
@@ -259,6 +261,8 @@ def _llama3_fitted(table: RopeTable, estimate: npt.NDArray[np.float64]) -> Itera
 def _rounded(value: float) -> float:
     """A fitted parameter as a producer would write it: the nearest integer (or power of two, or
     quarter) when within 0.5%, else four significant digits."""
+    if not math.isfinite(value):
+        return value
     for step in (1.0, 0.25):
         nearest = round(value / step) * step
         if nearest > 0 and abs(nearest - value) <= 5e-3 * abs(value):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import tokenize
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -101,8 +102,10 @@ def read_served(
                 array = array.reshape(-1, width)
     except ArgumentError:
         raise
-    except (OSError, ValueError, TypeError, EOFError) as error:
-        raise ArgumentError("served", f"{name}: cannot read: {error}") from None
+    except (OSError, ValueError, TypeError, EOFError, SyntaxError, tokenize.TokenError) as error:  # numpy parses
+        # the .npy header's dict with the tokenizer: a broken header raises its errors
+        raise ArgumentError("served", f"{name}: cannot read as an array file: {type(error).__name__}: {error}") \
+            from None
     if array.ndim not in (1, 2) or array.size == 0 or not np.issubdtype(array.dtype, np.floating):
         raise ArgumentError("served", f"{name}: expected a 1-D inv_freq or a 2-D cos/sin cache of floats, "
                             f"got {array.dtype} {array.shape}")

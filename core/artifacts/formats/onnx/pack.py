@@ -55,6 +55,7 @@ def read_onnx(path: str, *, graph_lengths: tuple[int, ...] | None = None) -> Ser
         raise ArgumentError("served", f"{model_path}: not a readable ONNX model: {type(error).__name__}: "
                             f"{error}") from None
     try:
+        check_text(model.graph, onnx)
         load_external(model, model_path, onnx)
         return _read(model, model_path, onnx, graph_lengths)
     except OnnxStructureError as error:
@@ -150,6 +151,38 @@ _TYPE_NAMES = {0: "UNDEFINED", 2: "UINT8", 3: "INT8", 4: "UINT16", 5: "INT16", 6
                9: "BOOL", 12: "UINT32", 13: "UINT64", 14: "COMPLEX64", 15: "COMPLEX128"}
 
 
+def check_text(graph: Any, onnx: Any) -> None:
+    """Every name the reader matches (tensors, nodes, their inputs and outputs, attributes, external data keys) is
+    text: protobuf hands a string field that is not UTF-8 back as bytes, refused here by where it is."""
+    stack = [(graph, "graph")]
+    while stack:
+        current, where = stack.pop()
+        for tensor in current.initializer:
+            _text_fields(tensor, where)
+        for node in current.node:
+            names = [node.name, node.op_type, node.domain, *node.input, *node.output]
+            if not all(isinstance(name, str) for name in names):
+                raise OnnxStructureError(f"{where}: node {names[0]!r}: a name, input or output that is not UTF-8 "
+                                         "text; ONNX strings are UTF-8")
+            for attribute in node.attribute:
+                if not isinstance(attribute.name, str):
+                    raise OnnxStructureError(f"{where}: node {node.name!r}: attribute name {attribute.name!r} is not "
+                                             "UTF-8 text")
+                if attribute.HasField("t"):
+                    _text_fields(attribute.t, f"{where}/{node.name}")
+                if attribute.type == onnx.AttributeProto.GRAPH:
+                    stack.append((attribute.g, f"{where}/{node.name}.{attribute.name}"))
+                for index, subgraph in enumerate(attribute.graphs):
+                    stack.append((subgraph, f"{where}/{node.name}.{attribute.name}[{index}]"))
+
+
+def _text_fields(tensor: Any, where: str) -> None:
+    fields = [tensor.name, *(part for entry in tensor.external_data for part in (entry.key, entry.value))]
+    if not all(isinstance(field, str) for field in fields):
+        raise OnnxStructureError(f"{where}: tensor {fields[0]!r}: a name or external-data entry that is not UTF-8 "
+                                 "text; ONNX strings are UTF-8")
+
+
 def load_external(model: Any, model_path: str, onnx: Any) -> None:
     """Every tensor's external data read into it, bounded: each ``location`` a regular file inside the model's
     folder, each ``offset``/``length`` inside that file and equal to what the tensor's dims need, and no more
@@ -165,7 +198,8 @@ def load_external(model: Any, model_path: str, onnx: Any) -> None:
         what = f"tensor {where}:{name} external data"
         entries = {entry.key: entry.value for entry in tensor.external_data}
         location = entries.get("location", "")
-        if not location or os.path.isabs(location) or ".." in location.replace("\\", "/").split("/"):
+        if not location or "\0" in location or os.path.isabs(location) or ".." in location.replace(
+                "\\", "/").split("/"):
             raise OnnxStructureError(f"{what}: location {location!r}; a file name inside the model's folder is valid")
         file = os.path.realpath(os.path.join(folder, location))
         if os.path.commonpath([root, file]) != root:
