@@ -360,6 +360,8 @@ def _print_audit(report: AuditReport) -> None:
         else:
             say(f"  MISMATCH {named} ({entry.layer_type}): {entry.reason.removeprefix(named + ':').strip()}")
     for name, layer in report.layers.items():
+        if layer.tables is None and layer.verdict == "mismatch" and layer.served_as:  # no table: the file's own value
+            say(f"[{name}] MISMATCH: {layer.served_as}")
         for table in layer.tables or ():
             regime = f" [{table.regime}]" if table.regime else ""
             say(f"[{name}]{regime} declared rope_type {table.declared['rope_type']} ({table.declared['pairs']} pairs); "

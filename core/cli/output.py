@@ -23,10 +23,13 @@ its stdout, so nothing a plugin prints can corrupt the output tools parse."""
 
 
 def say(*parts: Any) -> None:
-    """Print ``parts`` on the real standard output; text the stream cannot encode (a folder name that is not
-    UTF-8, read from the disk as surrogate escapes) is written with backslash escapes, never an error."""
+    """Print ``parts`` on the real standard output; control characters (from a file or folder name) escaped, and
+    text the stream cannot encode (a folder name that is not UTF-8, read from the disk as surrogate escapes)
+    written with backslash escapes, never an error."""
     stream = OUT[-1] if OUT else sys.stdout
     text = " ".join(str(part) for part in parts)
+    if not text.isprintable():  # every line on its own line: a control character from a file name is escaped
+        text = "\n".join(one_line(line) for line in text.split("\n"))
     stream.write(encodable(text, stream) + "\n")
 
 
