@@ -10,6 +10,7 @@ longer local runs).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -100,14 +101,11 @@ def test_structured_configs_through_load_cos_sin_at_and_for_layer(config: dict[s
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # a look-alike key read anyway is a warning
             model = ropekit.load(config)
-    except ropekit.RopeConfigError as error:
-        assert "\n" not in str(error)
-        return
+    except ropekit.RopeConfigError:
+        return  # its message's one line is checked by fuzzing.check above
     if isinstance(index, int) and not isinstance(index, bool):
-        try:
+        with contextlib.suppress(ropekit.LayerIndexError, ropekit.LayerLookupError):
             model.for_layer(index)
-        except (ropekit.LayerIndexError, ropekit.LayerLookupError):
-            pass
     else:
         with pytest.raises(ropekit.ArgumentTypeError):
             model.for_layer(index)
