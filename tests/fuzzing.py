@@ -104,8 +104,8 @@ def signature(error: BaseException) -> str:
     frames = traceback.extract_tb(error.__traceback__)
     inside = [frame for frame in frames if f"{os.sep}core{os.sep}" in frame.filename
               or f"{os.sep}ropekit{os.sep}" in frame.filename or f"{os.sep}plugins{os.sep}" in frame.filename]
-    frame = (inside or frames or [None])[-1]
-    where = "?" if frame is None else f"{_short_path(frame.filename)}:{frame.lineno}"
+    chosen = inside or list(frames)
+    where = f"{_short_path(chosen[-1].filename)}:{chosen[-1].lineno}" if chosen else "?"
     return f"{type(error).__name__} at {where}"
 
 

@@ -287,7 +287,7 @@ def test_scan_over_a_folder_named_in_another_encoding_prints_it_escaped(tmp_path
     root = os.fsencode(tmp_path)
     for name in (b"\xffbad", b"ok", b"esc\x1b[2J"):
         os.makedirs(root + b"/" + name)
-        shutil.copy(SEED_CONFIG, root + b"/" + name + b"/config.json")
+        shutil.copy(os.fsencode(SEED_CONFIG), root + b"/" + name + b"/config.json")
     for args in ((), ("--json",)):
         result = subprocess.run([sys.executable, "-m", "ropekit", "scan", str(tmp_path), *args], capture_output=True,
                                 timeout=120, check=False, env={**os.environ, "PYTHONIOENCODING": "utf-8:strict"})

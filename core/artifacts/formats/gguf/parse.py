@@ -23,7 +23,7 @@ import mmap
 import os
 import struct
 from collections.abc import Collection
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -87,7 +87,7 @@ class _Parser:
                  quant_sizes: dict[int, tuple[int, int]]) -> None:
         self.data, self.size, self.wanted, self.quant_sizes = data, size, frozenset(wanted), quant_sizes
         self.pos = 0
-        self.order = "<"
+        self.order: Literal["<", ">"] = "<"
 
     # -- primitives, each checked against the bytes left --------------------------------------------------
     def need(self, count: int, what: str) -> None:
