@@ -93,7 +93,7 @@ def _read(model: Any, model_path: str, onnx: Any, graph_lengths: tuple[int, ...]
             raise ArgumentError("served", f"{model_path}: cos/sin caches of shapes {cos.shape} and {sin.shape}")
         tables.append(ServedTable(", ".join(entry["names"]), "cache", cos, entry["dtype"], sin=sin,
                                   layer_type=layer_type, regime=regime))
-    producer = " ".join(filter(None, (model.producer_name, model.producer_version)))
+    producer = " ".join(_text(part) for part in (model.producer_name, model.producer_version) if part)
     widths = _cache_widths(model.graph, onnx)
     wiring = tuple(read_wiring(model.graph, widths, onnx))
     engine: dict[str, Any] = {}
@@ -149,6 +149,11 @@ def table_array(tensor: Any, where: str, onnx: Any) -> np.ndarray[Any, np.dtype[
 
 _TYPE_NAMES = {0: "UNDEFINED", 2: "UINT8", 3: "INT8", 4: "UINT16", 5: "INT16", 6: "INT32", 7: "INT64", 8: "STRING",
                9: "BOOL", 12: "UINT32", 13: "UINT64", 14: "COMPLEX64", 15: "COMPLEX128"}
+
+
+def _text(value: str | bytes) -> str:
+    """A free-text field (the producer's name): protobuf hands it back as bytes when it is not UTF-8."""
+    return value if isinstance(value, str) else value.decode("utf-8", "backslashreplace")
 
 
 def check_text(graph: Any, onnx: Any) -> None:
