@@ -20,12 +20,15 @@ object's knowledge would be gone at the first unpacking. A subclass keeps it on 
 costs one view per array (well under a microsecond), and is still an ``ndarray`` everywhere one
 is accepted.
 
-What survives derivation: ``layout`` and ``part`` describe the columns, so they are kept by
-anything that keeps the columns (row slices, ``astype``, elementwise arithmetic) and dropped
-(the result is a plain-described array, ``layout`` ``None``) by anything that changes the last
-dimension (column slices, transposes, reshapes). ``attention_factor`` and ``positions`` describe
-the array ``cos_sin`` returned and are ``None`` on anything derived from it (a row slice holds
-other positions; ``2 * cos`` another factor). Pickling keeps all of them.
+What survives derivation: ``layout``, ``part``, ``rope_type`` and ``layer_type`` describe the
+columns, and are kept by every view that keeps them (row slices, ``.view()``), found on the array the
+view was made from; a view that changes the last axis (a column slice, a transpose, a reshape) and
+anything that makes a new array (arithmetic, ``astype``, a fancy-indexed copy) describes nothing, and
+:func:`ropekit.apply_rotary` refuses to guess a layout for it (state one). ``attention_factor`` and
+``positions`` describe the array ``cos_sin`` returned and are ``None`` on anything made from it (a row
+slice holds other positions; ``2 * cos`` another factor). Pickling keeps them. Why no
+``__array_finalize__``: numpy calls a Python one on every view and result, and a decode step's two
+views would pay it (about 0.4 us of a 7 us call).
 """
 
 from __future__ import annotations
@@ -51,18 +54,37 @@ class CosSinArray(np.ndarray[Any, np.dtype[Any]]):
     _origin: tuple[float | None, Any] | None = None
     """``(attention_factor, positions as given or snapshotted)``: set on the array ``cos_sin`` returned only."""
 
-    def __array_finalize__(self, obj: Any) -> None:
-        self._meta = getattr(obj, "_meta", None)  # _origin stays the class's None: a derived array
+    # No __array_finalize__: numpy calls a Python one on every view, slice and result (2.5k instructions
+    # each, a decode step's tag makes two). A view or slice keeps its base, the described array, and
+    # _field finds the description there; anything else (arithmetic, astype, a fancy-indexed copy) is
+    # a CosSinArray that describes nothing, which apply_rotary refuses to guess a layout for.
+
+    def _described(self) -> tuple[int, int, str, str, str | None, str | None] | None:
+        """The description of this array or of the described array it is a view of."""
+        found: CosSinArray | None = self
+        while found is not None:
+            meta = found.__dict__.get("_meta")
+            if meta is not None:
+                return meta  # type: ignore[no-any-return]
+            base = found.base
+            found = base if isinstance(base, CosSinArray) else None
+        return None
 
     def _field(self, index: int) -> Any:
-        """Field ``index`` of the description, if the last axis is still the columns it was made for:
-        checked when asked, since numpy finalizes a transpose before it permutes the axes."""
-        meta = self._meta
+        """Field ``index`` of the description, if the last axis is still the columns it was made for
+        (a column slice, a transpose or a reshape changes them)."""
+        meta = self._described()
         if meta is None or self.ndim < 1 or not self.itemsize:
             return None
         if self.shape[-1] != meta[0] or self.strides[-1] // self.itemsize != meta[1]:
             return None
         return meta[index]
+
+    @property
+    def derived(self) -> bool:
+        """Whether this array came from a described cache but no longer says what it is (arithmetic,
+        ``astype``, a copy, changed columns): :func:`ropekit.apply_rotary` then needs an explicit layout."""
+        return self.layout is None
 
     @property
     def layout(self) -> str | None:
@@ -108,7 +130,8 @@ class CosSinArray(np.ndarray[Any, np.dtype[Any]]):
     def __reduce__(self) -> tuple[Any, ...]:
         reduced = super().__reduce__()
         assert isinstance(reduced, tuple)
-        return reduced[0], reduced[1], (reduced[2], self._meta, self._origin)
+        meta = self._described() if self.layout is not None else None
+        return reduced[0], reduced[1], (reduced[2], meta, self._origin)
 
     def __setstate__(self, state: Any) -> None:
         base, self._meta, self._origin = state
@@ -142,22 +165,25 @@ def _snapshot(positions: Any) -> Any:
 def tag(
     pair: tuple[npt.NDArray[Any], npt.NDArray[Any]],
     layout: str,
-    *,
     attention_factor: float | None,
     positions: Any,
     rope_type: str | None = None,
     layer_type: str | None = None,
 ) -> tuple[CosSinArray, CosSinArray]:
-    """``pair`` as two :class:`CosSinArray` views (no copy) describing what they hold."""
+    """``pair`` (two C-contiguous arrays, as every cos/sin path makes or checks them) as two
+    :class:`CosSinArray` views, no copy, describing what they hold. On every call's path: kept lean."""
     first, second = pair
-    origin = (attention_factor, _snapshot(positions))
+    kind = type(positions)
+    kept = positions.copy() if kind is np.ndarray else positions if kind is range else _snapshot(positions)
+    origin = (attention_factor, kept)
     width = first.shape[-1] if first.ndim else 0
-    step = first.strides[-1] // first.itemsize if first.ndim and first.itemsize else 0
-    cos = first.view(CosSinArray)
-    cos._meta = (width, step, layout, "cos", rope_type, layer_type)
+    # out= buffers that are CosSinArray (an earlier result) are described in place: they hold these values
+    # now; a plain array is viewed (a view of a plain array keeps the description for its own slices:
+    # numpy makes a slice's base the first view up the chain that is not of the slice's own type)
+    cos = first if type(first) is CosSinArray else first.view(CosSinArray)
+    cos._meta = (width, 1, layout, "cos", rope_type, layer_type)
     cos._origin = origin
-    sin = second.view(CosSinArray)
-    sin._meta = (width, second.strides[-1] // second.itemsize if second.ndim and second.itemsize else 0,
-                 layout, "sin", rope_type, layer_type)
+    sin = second if type(second) is CosSinArray else second.view(CosSinArray)
+    sin._meta = (width, 1, layout, "sin", rope_type, layer_type)
     sin._origin = origin
     return cos, sin

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMPOSITIONS", "Composition", "MropeMap", "axes_of", "describe_axes", "mrope_cos_sin", "section_problem",
+    "small_runs",
     "split_positions",
 ]
 
@@ -199,7 +200,7 @@ def mrope_cos_sin(
     """
     if (type(positions) is np.ndarray and positions.dtype == _INT64 and positions.ndim in (2, 3)
             and positions.shape[0] == mapping.axes):  # int64 rows of positions: no conversion, no type checks
-        small = _small_runs(mapping, positions, dtype, out, plans)
+        small = small_runs(mapping, positions, dtype, out, plans)
         if small is not None:
             return small
         rows: npt.NDArray[np.int64] | None = positions.reshape(mapping.axes, -1)
@@ -247,7 +248,7 @@ def mrope_cos_sin(
     return cos, sin
 
 
-def _small_runs(mapping: MropeMap, positions: npt.NDArray[np.int64], dtype: npt.DTypeLike,
+def small_runs(mapping: MropeMap, positions: npt.NDArray[np.int64], dtype: npt.DTypeLike,
                 out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None,
                 plans: dict[Any, Any]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]] | None:
     """The decode step of a batch: at most :data:`SMALL_TOKENS` tokens of int64 positions whose every
@@ -267,25 +268,23 @@ def _small_runs(mapping: MropeMap, positions: npt.NDArray[np.int64], dtype: npt.
     listed = rows.tolist()
     first = listed[0]
     same = listed.count(first) == len(listed)  # text tokens (every generated one): each axis at one position
-    # lowest and highest of each axis: Python's sort on a few mostly ordered ints beats a min and a max
-    if same:
-        ordered = sorted(first)
-        lows, highs = [ordered[0]] * len(listed), [ordered[-1]] * len(listed)
-    else:
-        lows, highs = [], []
-        for row in listed:
-            ordered = sorted(row)
-            lows.append(ordered[0])
-            highs.append(ordered[-1])
     limit = full.limit
     chosen = _F32 if dtype is _F32_TYPE else out_dtype(dtype)
     # an axis at one position (an image's temporal axis, a row's height) is served directly from float64,
     # rounded once: exactly its run base row times offset row 0 (exp(0) = 1 + 0j), when the work dtype is
     # the output's (float16 and bfloat16 take the direct value from complex128 instead)
     single = chosen in (_F32, _F64)
-    for low, high in zip(lows, highs, strict=True):
+    # lowest and highest of each axis (Python's sort on a few mostly ordered ints beats a min and a max),
+    # checked as they are found: one pass over the axes
+    lows: list[int] = []
+    for row in (first,) if same else listed:
+        ordered = sorted(row)
+        low, high = ordered[0], ordered[-1]
         if low < 0 or high > limit or not (DIRECT < high - low + 1 <= BLOCK or (single and high == low)):
             return None
+        lows.append(low)
+    if same:
+        lows *= len(listed)
     width = mapping.freq.shape[0]
     shape = (*positions.shape[1:], width)
     if out is None:

@@ -240,6 +240,10 @@ def _cache_layout(cos: Any, sin: Any, layout: str | None) -> str:
         own = getattr(array, "layout", None)
         if own is not None:
             stated[name] = own
+        elif layout is None and getattr(array, "derived", False):
+            raise ArgumentError(name, "this array was made from a cos/sin cache (by arithmetic, astype, a copy or "
+                                "changed columns) and no longer says its layout; state layout= (neox, gptj or half), "
+                                "or apply the cache cos_sin returned (or a row slice of it)")
     if len(set(stated.values())) > 1:
         raise ArgumentError("sin", f"cos is a {stated['cos']} cache and sin a {stated['sin']} one; "
                             "take both from one cos_sin call")

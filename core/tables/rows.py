@@ -59,8 +59,8 @@ class RopeRows:
         :attr:`dtype`), else into new arrays: never views of the rows. Positions outside the rows
         raise :class:`~ropekit.ArgumentError`; the values are ``table.cos_sin(range(count))``'s rows.
         Like the table's, the arrays are :class:`~ropekit.CosSinArray` carrying their layout."""
-        return tag(self._cos_sin(positions, out), self.layout, attention_factor=self.attention_factor,
-                   positions=positions, rope_type=self.rope_type, layer_type=self.layer_type)
+        return tag(self._cos_sin(positions, out), self.layout, self.attention_factor, positions, self.rope_type,
+                   self.layer_type)
 
     def _cos_sin(
         self, positions: Any, out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None,

@@ -212,9 +212,29 @@ class RopeTable:
         :class:`~ropekit.ArgumentError`.
         """
         chosen = self.layout if layout is None else layout
-        return tag(self._cos_sin(positions, dtype, chosen, out, threads), chosen,
-                   attention_factor=self.attention_factor, positions=positions, rope_type=self.rope_type,
-                   layer_type=self.layer_type)
+        if type(positions) is np.ndarray and self.mrope_composition is not None:
+            small = self._mrope_step(positions, dtype, chosen, out, threads)
+            if small is not None:
+                return tag(small, chosen, self.attention_factor, positions, self.rope_type, self.layer_type)
+        return tag(self._cos_sin(positions, dtype, chosen, out, threads), chosen, self.attention_factor, positions,
+                   self.rope_type, self.layer_type)
+
+    def _mrope_step(
+        self, positions: npt.NDArray[Any], dtype: npt.DTypeLike, chosen: str,
+        out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None, threads: int | None,
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]] | None:
+        """A batch's 3-axis decode step straight to the multimodal small path (what the general call
+        reaches through three frames and a keyword call), once a call in this layout has set it up."""
+        fast = self._cache.get(chosen)  # (map, plans, small path): kept by the first multimodal call
+        if fast is None or positions.dtype != _INT64 or positions.ndim not in (2, 3) or (
+                threads is not None and not (type(threads) is int and threads > 0)):
+            return None
+        mapping, plans, module = fast
+        if positions.shape[0] != mapping.axes:
+            return None
+        found: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = module.small_runs(mapping, positions, dtype, out,
+                                                                                       plans)
+        return found
 
     def _cos_sin(
         self, positions: Any, dtype: npt.DTypeLike, chosen: CacheLayout,
@@ -226,9 +246,14 @@ class RopeTable:
             if small is not None:
                 return small
         if self.mrope_composition is not None:
+            mapping, plans = self.mrope_map(chosen), self._mrope_plans()
             served: tuple[npt.NDArray[Any], npt.NDArray[Any]] = _mrope()(
-                self.inv_freq, self.attention_factor, self.mrope_map(chosen), positions, dtype=dtype, out=out,
-                threads=threads, plans=self._mrope_plans())
+                self.inv_freq, self.attention_factor, mapping, positions, dtype=dtype, out=out,
+                threads=threads, plans=plans)
+            if chosen not in self._cache:
+                from . import mrope
+
+                self._cache[chosen] = (mapping, plans, mrope)
             return served
         if not isinstance(positions, (int, np.integer, range)) and _rank(positions) > 1:
             raise ArgumentError("positions", f"shape {np.shape(positions)}: several rows of positions are multimodal "
@@ -426,6 +451,7 @@ class RopeTable:
 
 
 _F32 = np.dtype(np.float32)
+_INT64 = np.dtype(np.int64)
 
 
 def _out_dtype(dtype: Any) -> np.dtype[Any]:

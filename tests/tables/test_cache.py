@@ -69,14 +69,32 @@ def test_cos_sin_arrays_carry_layout_factor_and_positions() -> None:
 
 def test_what_survives_slicing_arithmetic_and_pickling() -> None:
     cos, _ = ropekit.load(LLAMA31_8B).table.cos_sin(range(10), layout="gptj")
-    rows, doubled, narrow = _described(cos[2:5]), _described(2 * cos), _described(cos.astype(np.float16))
-    assert rows.layout == "gptj" and rows.positions is None and rows.attention_factor is None
-    assert doubled.layout == "gptj" and narrow.layout == "gptj"
-    # columns changed: no longer a described cache
-    assert _described(cos[:, :64]).layout is None and _described(cos.T).layout is None
+    rows, again = _described(cos[2:5]), _described(cos[2:5][1:])
+    assert rows.layout == again.layout == "gptj" and rows.part == "cos"  # views keep what the columns are
+    assert rows.positions is None and rows.attention_factor is None  # ... not what the rows were
+    # a new array or other columns describe nothing
+    for made in (2 * cos, cos.astype(np.float16), cos[[1, 2]], cos[:, :64], cos.T, cos.reshape(20, 64)):
+        assert _described(made).layout is None and _described(made).derived
     assert repr(cos[:, :3]).startswith("array(")  # and it prints as the plain array it is
     back = pickle.loads(pickle.dumps(cos))
     assert back.layout == "gptj" and back.positions == range(10) and np.array_equal(back, cos)
+    sliced_back = pickle.loads(pickle.dumps(cos[1:3]))
+    assert sliced_back.layout == "gptj" and sliced_back.positions is None
+
+
+def test_apply_rotary_will_not_guess_the_layout_of_a_derived_cache() -> None:
+    table = ropekit.load(LLAMA31_8B).table
+    q, k = _qk(4, table.head_dim)
+    cos, sin = table.cos_sin(range(8), layout="gptj")
+    with pytest.raises(ropekit.ArgumentError, match="no longer says its layout; state layout="):
+        ropekit.apply_rotary(q, k, cos.astype(np.float16)[:4], sin.astype(np.float16)[:4])
+    # row slices keep their layout, so the usual engine pattern needs nothing stated
+    sliced = ropekit.apply_rotary(q, k, cos[4:8], sin[4:8])[0]
+    np.testing.assert_allclose(sliced, _reference(q, table.inv_freq, range(4, 8), 1.0, "gptj"), atol=3e-5)
+    with pytest.raises(ropekit.ArgumentError, match="contradicts the cache"):
+        ropekit.apply_rotary(q, k, cos[4:8], sin[4:8], layout="neox")
+    stated = ropekit.apply_rotary(q, k, cos[4:8] * 1.0, sin[4:8] * 1.0, layout="gptj")[0]
+    np.testing.assert_allclose(stated, sliced, atol=1e-6)
 
 
 def test_rows_hand_out_described_arrays_too() -> None:

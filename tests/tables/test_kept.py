@@ -67,7 +67,7 @@ def test_rows_are_kept_from_the_second_call_that_needs_them(budget: None) -> Non
     assert count >= 1500 and count % 256 == 0  # the highest position either call needed
     out = (np.zeros((500, 128), np.float32), np.zeros((500, 128), np.float32))
     filled = table.cos_sin(range(1000, 1500), out=out)
-    assert filled[0].base is out[0]
+    assert (filled[0] is out[0] or filled[0].base is out[0])
     want_cos, want_sin = exact(table, np.arange(1000, 1500))
     assert np.abs(out[0][:, :64] - want_cos).max() <= 5e-7 and np.abs(out[1][:, 64:] - want_sin).max() <= 5e-7
 

@@ -196,7 +196,7 @@ def test_batched_positions_give_batched_rows_and_fill_out() -> None:
         assert np.array_equal(single[0], cos[row]) and np.array_equal(single[1], sin[row])
     out = (np.empty((2, 9, 128), np.float32), np.empty((2, 9, 128), np.float32))
     filled = table.cos_sin(positions, out=out)
-    assert filled[0].base is out[0] and np.array_equal(out[0], cos) and np.array_equal(out[1], sin)
+    assert (filled[0] is out[0] or filled[0].base is out[0]) and np.array_equal(out[0], cos) and np.array_equal(out[1], sin)
     half = table.cos_sin(positions, layout="half")
     assert np.array_equal(half[0], cos[..., :64])
 
@@ -250,7 +250,7 @@ def test_no_positions_give_no_rows(shape: tuple[int, ...], layout: Any) -> None:
         assert cos.shape == sin.shape == (*shape[1:], width) and cos.dtype == np.float32
         out = (np.empty((*shape[1:], width), np.float64), np.empty((*shape[1:], width), np.float64))
         filled = table.cos_sin(np.zeros(shape, dtype=np.uint8), layout=layout, dtype=np.float64, out=out)
-        assert filled[0].base is out[0] and filled[1].base is out[1]
+        assert (filled[0] is out[0] or filled[0].base is out[0]) and (filled[1] is out[1] or filled[1].base is out[1])
 
 
 def test_served_as_names_each_composition_once() -> None:
@@ -369,7 +369,7 @@ def test_few_tokens_and_chunks_give_the_general_paths_bits(model_type: str, monk
             whole = [table.cos_sin(p, layout=layout, dtype=dtype, threads=1) for p in many]
             with monkeypatch.context() as patched:
                 patched.setattr(mrope, "small_axes", lambda *args: False)  # the general path only
-                patched.setattr(mrope, "_small_runs", lambda *args: None)
+                patched.setattr(mrope, "small_runs", lambda *args: None)
                 patched.setattr(axes, "CHUNK_TOKENS", 97)  # odd chunks
                 slow = [table.cos_sin(p, layout=layout, dtype=dtype) for p in few]
                 chunked = [table.cos_sin(p, layout=layout, dtype=dtype, threads=3) for p in many]
@@ -396,7 +396,7 @@ def test_decode_steps_at_kept_lows_and_text_tokens_are_exact(model_type: str, mo
         first = [table.cos_sin(p, dtype=dtype) for p in steps]
         again = [table.cos_sin(p, dtype=dtype) for p in steps]  # from the kept base rows
         with monkeypatch.context() as patched:
-            patched.setattr(mrope, "_small_runs", lambda *args: None)
+            patched.setattr(mrope, "small_runs", lambda *args: None)
             patched.setattr(mrope, "small_axes", lambda *args: False)
             general = [table.cos_sin(p, dtype=dtype) for p in steps]
         for p, a, b, c in zip(steps, first, again, general, strict=True):

@@ -394,7 +394,7 @@ def test_decode_step_calls_are_the_general_paths_values(layout: Literal["neox", 
                 assert np.array_equal(cos, want_cos[:count]) and np.array_equal(sin, want_sin[:count])
             out = (np.empty_like(want_cos[:count]), np.empty_like(want_sin[:count]))
             filled = table.cos_sin(part, dtype=dtype, layout=layout, out=out)
-            assert filled[0].base is out[0] and np.array_equal(out[0], want_cos[:count])
+            assert (filled[0] is out[0] or filled[0].base is out[0]) and np.array_equal(out[0], want_cos[:count])
     assert np.array_equal(table.cos_sin(16)[0], table.cos_sin(np.arange(16))[0])
 
 
