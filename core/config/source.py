@@ -60,23 +60,28 @@ def read_config(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[Map
 
 
 def _check_names(config: Mapping[str, Any]) -> None:
-    """``architectures`` (at the top and in a nested ``*_config``) is a list of class names, or absent: the
-    code a config runs is identified by those names, so a list or number in their place is refused by its
-    JSON path (``architectures[0]``) before anything hashes or compares it."""
-    places: list[tuple[str, Any]] = [("", config)]
-    places += [(f"{key}.", value) for key, value in config.items() if isinstance(key, str) and key.endswith(
-        "_config") and isinstance(value, Mapping)]
-    for prefix, holder in places:
-        names = holder.get("architectures")
-        if names is None:
-            continue
-        if not isinstance(names, list):
-            raise RopeConfigError(f"{prefix}architectures", f"expected a list of class names (strings), got "
-                                    f"{type(names).__name__} {_short(names)}")
-        for index, name in enumerate(names):
-            if not isinstance(name, str):
-                raise RopeConfigError(f"{prefix}architectures[{index}]", f"expected a class name (a string), got "
-                                        f"{type(name).__name__} {_short(name)}")
+    """``architectures`` is a list of class names, or absent: the code a config runs is identified by those
+    names, so a list or number in their place is refused by its JSON path (``architectures[0]``) before
+    anything hashes or compares it. Checked at the top and in ``text_config``, the nested config read in
+    place; a language model under another key (``llm_config``, ``thinker_config``) is loaded through this
+    same reader, its paths prefixed. (Not every ``*_config`` key: a walk over every key of every load
+    cost 4% of a load, for values nothing reads.)"""
+    _check_architectures("", config.get("architectures"))
+    text = config.get("text_config")
+    if type(text) is dict or isinstance(text, Mapping):
+        _check_architectures("text_config.", text.get("architectures"))
+
+
+def _check_architectures(prefix: str, names: Any) -> None:
+    if names is None:
+        return
+    if not isinstance(names, list):
+        raise RopeConfigError(f"{prefix}architectures", f"expected a list of class names (strings), got "
+                              f"{type(names).__name__} {_short(names)}")
+    for index, name in enumerate(names):
+        if not isinstance(name, str):
+            raise RopeConfigError(f"{prefix}architectures[{index}]", f"expected a class name (a string), got "
+                                  f"{type(name).__name__} {_short(name)}")
 
 
 def _read_text(path: str) -> str:
