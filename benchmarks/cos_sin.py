@@ -63,23 +63,38 @@ def error(cos: Any, inv_freq: np.ndarray, factor: float) -> float:
     return float(np.abs(values - np.cos(angles) * factor).max())
 
 
-def peers(count: int, table: ropekit.RopeTable) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
-    """transformers' forward and a vLLM-style cache, when torch and transformers are installed."""
+def llama_rotary_forward(count: int) -> Callable[[], Any] | None:
+    """transformers' ``LlamaRotaryEmbedding`` forward at ``count`` positions on the Llama-3.1-8B config,
+    returning ``(cos, sin)`` (``None`` without torch and transformers): the reference every benchmark times."""
     try:
         import torch
         from transformers import AutoConfig
         from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
     except ImportError:
-        return {}
+        return None
     config: Any = AutoConfig.for_model("llama", **LLAMA31_8B)  # a LlamaConfig
     rotary = LlamaRotaryEmbedding(config)
     x = torch.zeros(1, count, 8, dtype=torch.float32)
     position_ids = torch.arange(count)[None]
-    inv_freq32 = torch.tensor(table.inv_freq, dtype=torch.float32)
 
     def forward() -> Any:
         with torch.no_grad():
-            return rotary(x, position_ids)[0][0]
+            return rotary(x, position_ids)
+
+    return forward
+
+
+def peers(count: int, table: ropekit.RopeTable) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
+    """transformers' forward and a vLLM-style cache, when torch and transformers are installed."""
+    rotary = llama_rotary_forward(count)
+    if rotary is None:
+        return {}
+    import torch
+
+    inv_freq32 = torch.tensor(table.inv_freq, dtype=torch.float32)
+
+    def forward() -> Any:
+        return rotary()[0][0]
 
     def vllm_cache() -> Any:  # vLLM's _compute_cos_sin_cache: float32 angles
         t = torch.arange(count, dtype=torch.float32)

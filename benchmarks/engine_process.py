@@ -39,7 +39,7 @@ import numpy as np
 import ropekit
 
 sys.path.insert(0, str(Path(__file__).parent))
-from cos_sin import LLAMA31_8B
+from cos_sin import LLAMA31_8B, llama_rotary_forward
 
 ROOT = Path(__file__).resolve().parent.parent
 GEMMA3 = ROOT / "tests" / "data" / "configs" / "published" / "gemma-3-1b-it.json"
@@ -68,23 +68,8 @@ def timed(run: Callable[[], object]) -> tuple[float, dict[str, int]]:
 
 
 def reference(count: int) -> Callable[[], object] | None:
-    """transformers' Llama rotary forward at ``count`` positions (``None`` without torch)."""
-    try:
-        import torch
-        from transformers import AutoConfig
-        from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
-    except ImportError:
-        return None
-    config: Any = AutoConfig.for_model("llama", **LLAMA31_8B)
-    rotary = LlamaRotaryEmbedding(config)
-    x = torch.zeros(1, count, 8, dtype=torch.float32)
-    position_ids = torch.arange(count)[None]
-
-    def forward() -> object:
-        with torch.no_grad():
-            return rotary(x, position_ids)
-
-    return forward
+    """transformers' Llama rotary forward at ``count`` positions (``None`` without torch), default threads."""
+    return llama_rotary_forward(count)
 
 
 def floor(count: int, width: int) -> Callable[[], object]:

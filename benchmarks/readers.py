@@ -16,11 +16,11 @@ import time
 import warnings
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout: tests.fuzzing
 
 
 def main() -> None:
-    import fuzzing
+    from tests import fuzzing
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=20)

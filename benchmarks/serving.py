@@ -51,7 +51,7 @@ import numpy as np
 import ropekit
 
 sys.path.insert(0, str(Path(__file__).parent))
-from cos_sin import LLAMA31_8B
+from cos_sin import LLAMA31_8B, llama_rotary_forward
 from mrope import MODELS, image_heavy_positions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,20 +127,10 @@ def max_error(cos: Any, inv_freq: np.ndarray, factor: float, positions: np.ndarr
 
 def transformers_forward(count: int) -> Callable[[], object] | None:
     """transformers' rotary forward for ``count`` positions at its faster torch thread setting."""
-    try:
-        import torch
-        from transformers import AutoConfig
-        from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
-    except ImportError:
+    forward = llama_rotary_forward(count)
+    if forward is None:
         return None
-    config: Any = AutoConfig.for_model("llama", **LLAMA31_8B)
-    rotary = LlamaRotaryEmbedding(config)
-    x = torch.zeros(1, count, 8, dtype=torch.float32)
-    position_ids = torch.arange(count)[None]
-
-    def forward() -> object:
-        with torch.no_grad():
-            return rotary(x, position_ids)
+    import torch
 
     best, chosen = float("inf"), 1
     for threads in (1, 2):
