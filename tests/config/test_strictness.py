@@ -108,7 +108,7 @@ def test_no_real_transformers_key_is_a_false_positive() -> None:
     keys = json.loads((CONFIGS / "transformers_config_keys.json").read_text())["keys"]
     refused = []
     for key in keys:
-        if key in READ_KEYS or key in UNRELATED_KEYS:
+        if key in READ_KEYS or key in UNRELATED_KEYS or key == "architectures":  # a list of names, checked as one
             continue
         try:
             _load({**BASE, key: 1})

@@ -274,8 +274,8 @@ def test_a_width_key_the_familys_code_does_not_read_is_ignored_and_named(model_t
     assert (table.head_dim, table.rotary_dim) == (128, 128)  # the code rotates hidden_size // num_attention_heads
 
 
-def test_architectures_that_are_not_names_are_skipped_not_crashed_on() -> None:
-    with pytest.raises(ropekit.UnknownModelTypeError, match="auto_map"):
+def test_architectures_that_are_not_names_are_refused_by_path_not_crashed_on() -> None:
+    with pytest.raises(ropekit.RopeConfigError, match=r"^architectures\[0\]: expected a class name \(a string\)"):
         ropekit.load({"hidden_size": 64, "num_attention_heads": 4, "architectures": [{"a": 1}, ["X"]], "auto_map": {}})
 
 
