@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +196,135 @@ def test_repair_refuses_a_program_by_name(tmp_path: Path, capsys: pytest.Capture
     assert main(["audit", str(config), "--served", str(program), "--json"]) == 1
     document = json.loads(capsys.readouterr().out)
     assert (document["repairable"], document["repairable_reason"]) == (False, f"full_attention: {refusal}")
+
+
+# -- hostile programs: counts, offsets and references that lie (#46) ------------------------------------------
+
+class Flat:
+    """A flatbuffer laid out by hand, front to back (every reference points forward, as a uoffset must): enough
+    of ExecuTorch's schema to write programs that lie about their counts, share their tables or overlap."""
+
+    def __init__(self, identifier: bytes = b"ET12") -> None:
+        self.data = bytearray(struct.pack("<I", 0) + identifier)
+
+    def _pad(self) -> None:
+        self.data.extend(bytes(-len(self.data) % 4))
+
+    def table(self, slots: int, scalars: dict[int, tuple[str, int]],
+              refs: tuple[int, ...] = ()) -> tuple[int, dict[int, int]]:
+        """A table of ``slots`` fields: ``scalars`` by slot, and ``refs`` (their uoffsets :meth:`link`-ed later).
+        Returns its position and where each reference is."""
+        self._pad()
+        fields = sorted([*scalars, *refs])
+        vtable = len(self.data)
+        entries = [4 + 8 * fields.index(slot) if slot in fields else 0 for slot in range(slots)]
+        self.data.extend(struct.pack(f"<HH{slots}H", 4 + 2 * slots, 4 + 8 * len(fields), *entries))
+        self._pad()
+        at = len(self.data)
+        self.data.extend(struct.pack("<i", at - vtable) + bytes(8 * len(fields)))
+        for slot, (fmt, value) in scalars.items():
+            struct.pack_into("<" + fmt, self.data, at + 4 + 8 * fields.index(slot), value)
+        return at, {slot: at + 4 + 8 * fields.index(slot) for slot in refs}
+
+    def vector(self, fmt: str, values: list[int] | bytes) -> int:
+        self._pad()
+        at = len(self.data)
+        items = values if isinstance(values, bytes) else struct.pack(f"<{len(values)}{fmt}", *values)
+        self.data.extend(struct.pack("<I", len(values)) + items)
+        return at
+
+    def refs(self, count: int) -> tuple[int, list[int]]:
+        """A vector of ``count`` references: its position and where each is."""
+        at = self.vector("I", [0] * count)
+        return at, [at + 4 + 4 * index for index in range(count)]
+
+    def link(self, at: int, target: int) -> None:
+        struct.pack_into("<I", self.data, at, target - at)
+
+    def done(self, root: int) -> bytes:
+        struct.pack_into("<I", self.data, 0, root)
+        return bytes(self.data)
+
+
+def hostile_program(*, plans: int = 1, values: int = 1, delegates: int = 0, dims: int = 2, constants: int = 2,
+                    shift: int = 0, rows: int = 64, columns: int = 8, storage_offset: int = 0) -> bytes:
+    """A program whose ``plans`` plans are one plan, whose ``values`` values are one tensor and whose
+    ``delegates`` delegates are one, all by reference (what a flatbuffer allows); its constant buffer holds one
+    real cos/sin table ([rows, columns] float32) that ``constants`` tensors (half cos, half sin) each refer to,
+    the k-th ``shift`` rows further in (overlapping views of one buffer of ones and one of zeros); ``dims``: the sizes the values'
+    tensor claims."""
+    angles = np.outer(np.arange(rows), 1.0 / 10000.0 ** (np.arange(columns) / columns))
+    cos, sin = np.cos(angles).astype(np.float32).tobytes(), np.sin(angles).astype(np.float32).tobytes()
+    if shift:  # every row a table's row 0: each view of the buffer is read whole
+        cos, sin = np.ones((rows, columns), np.float32).tobytes(), bytes(len(sin))
+    flat = Flat()
+    program, program_refs = flat.table(6, {}, (1, 2))
+    plan_list, plan_refs = flat.refs(plans)
+    flat.link(program_refs[1], plan_list)
+    plan, plan_ref = flat.table(8, {}, (2, 7) if delegates else (2,))
+    for at in plan_refs:
+        flat.link(at, plan)
+    kept = rows - shift * (constants // 2)
+    value_list, value_refs = flat.refs(max(values, 0) + constants)
+    flat.link(plan_ref[2], value_list)
+    tensors = [(1, [1] * (dims - 2) + [2, 2] if dims >= 2 else [2], 0)]
+    tensors += [(2 + k, [kept, columns], storage_offset + (k // 2) * shift * columns) for k in range(constants)]
+    value_targets = []
+    for index, sizes, offset in tensors:
+        value, value_ref = flat.table(2, {0: ("B", 5)}, (1,))
+        tensor, tensor_refs = flat.table(10, {0: ("b", 6), 1: ("i", offset), 5: ("I", index)}, (2,))
+        flat.link(value_ref[1], tensor)
+        flat.link(tensor_refs[2], flat.vector("i", sizes))
+        value_targets.append(value)
+    for number, at in enumerate(value_refs):
+        flat.link(at, value_targets[0] if number < values else value_targets[1 + number - values])
+    if delegates:
+        delegate_list, delegate_refs = flat.refs(delegates)
+        flat.link(plan_ref[7], delegate_list)
+        delegate, delegate_ref = flat.table(1, {}, (0,))
+        for at in delegate_refs:
+            flat.link(at, delegate)
+        flat.link(delegate_ref[0], flat.vector("B", b"XnnpackBackend" * 64))
+    buffers, buffer_refs = flat.refs(2 + constants)
+    flat.link(program_refs[2], buffers)
+    targets = []
+    for data in (b"", b"\0" * 16, cos, sin):
+        buffer, buffer_ref = flat.table(1, {}, (0,))
+        flat.link(buffer_ref[0], flat.vector("B", data))
+        targets.append(buffer)
+    for number, at in enumerate(buffer_refs):  # 0 empty, 1 the small tensor's, then cos, sin, cos, sin ...
+        flat.link(at, targets[number] if number < 2 else targets[2 + number % 2])
+    return flat.done(program)
+
+
+def test_the_hand_made_program_is_read() -> None:
+    """The builder's honest program: one [64, 8] table, read once though two tensors refer to each side."""
+    artifact = _read_bytes(hostile_program(constants=4))
+    assert len(artifact.tables) == 1 and artifact.tables[0].values.shape == (64, 8)
+    assert artifact.engine["tables"][0]["aliases"] == [["constant 4", "constant 5"]]
+
+
+def _read_bytes(data: bytes) -> Any:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as work:
+        path = Path(work) / "model.pte"
+        path.write_bytes(data)
+        return read_artifact(path)
+
+
+@pytest.mark.parametrize(("case", "words"), [
+    ({"plans": 3000, "values": 3000}, "its tables are referenced over and over"),  # 9M visits from 24 KB
+    ({"plans": 3000, "delegates": 3000}, "its tables are referenced over and over"),
+    ({"dims": 100_000}, "a tensor of 100000 dims at byte"),
+    ({"constants": 400, "shift": 1, "rows": 1000}, "tensors overlapping in storage"),  # 200 views of one buffer
+    ({"storage_offset": -8}, "starts -32 bytes before its storage"),
+])
+def test_a_program_that_lies_is_refused_in_one_line(tmp_path: Path, case: dict[str, int], words: str) -> None:
+    path = tmp_path / "lie.pte"
+    path.write_bytes(hostile_program(**case))
+    with pytest.raises(ropekit.ArgumentError) as caught:
+        read_artifact(path)
+    message = str(caught.value)
+    assert "\n" not in message and f"{path}: corrupt or truncated ExecuTorch program: " in message
+    assert words in message

@@ -60,6 +60,9 @@ _EXTRA_NAME, _EXTRA_LOCATION, _LOCATION_EXTERNAL = 1, 2, 1
 _SCALAR_TYPES = {5: "float16", 6: "float32", 7: "float64", 15: "bfloat16"}  # the float ScalarTypes
 _ITEM_SIZE = {"float16": 2, "float32": 4, "float64": 8, "bfloat16": 2}
 _MAX_COLUMNS = 1 << 16
+_MAX_DIMS = 16  # ExecuTorch's kTensorDimensionLimit
+_MAX_CONSTANTS = 1 << 16
+"""The most distinct 2-D float constants a program may hold (a 70B Llama has about 600)."""
 
 
 class _CorruptError(Exception):
@@ -67,10 +70,13 @@ class _CorruptError(Exception):
 
 
 class _Bytes:
-    """Bounds-checked little-endian reads from a memory-mapped file."""
+    """Bounds-checked little-endian reads from a memory-mapped file, and the budget of vector entries every walk
+    of it may visit: a flatbuffer's tables may be referenced from anywhere, so a file can alias one vector of
+    ``n`` tables ``n`` times (``n**2`` visits from ``n`` words); an honest program is walked at most twice."""
 
     def __init__(self, data: mmap.mmap) -> None:
         self.data, self.size = data, len(data)
+        self.budget = 2 * self.size + 4096
 
     def unpack(self, fmt: str, offset: int) -> Any:
         width = struct.calcsize("<" + fmt)
@@ -82,6 +88,52 @@ class _Bytes:
         if start < 0 or length < 0 or start + length > self.size:
             raise _CorruptError(f"{length} bytes at byte {start} run past the end ({self.size} bytes)")
         return self.data[start:start + length]
+
+    def charge(self, count: int, at: int) -> None:
+        self.budget -= count
+        if self.budget < 0:
+            raise _CorruptError(f"the vector at byte {at} takes the entries visited past {2 * self.size + 4096} "
+                                f"(twice the file's {self.size} bytes): its tables are referenced over and over")
+
+
+class _Vector(Sequence[int]):
+    """A vector's entries, each read when asked for: a count taken from the file allocates nothing."""
+
+    __slots__ = ("buf", "fmt", "item", "length", "start")
+
+    def __init__(self, buf: _Bytes, start: int, length: int, fmt: str) -> None:
+        self.buf, self.start, self.length, self.fmt = buf, start, length, fmt
+        self.item = struct.calcsize("<" + fmt)
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: Any) -> Any:
+        if not isinstance(index, int) or not 0 <= index < self.length:
+            raise IndexError(index)
+        return int(self.buf.unpack(self.fmt, self.start + self.item * index))
+
+    def __iter__(self) -> Iterator[int]:
+        return (self[index] for index in range(self.length))
+
+
+class _Tables(Sequence["_Table"]):
+    """A vector of tables, each found when asked for."""
+
+    __slots__ = ("offsets",)
+
+    def __init__(self, offsets: _Vector) -> None:
+        self.offsets = offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __getitem__(self, index: Any) -> Any:
+        at = self.offsets.start + 4 * index
+        return _Table(self.offsets.buf, at + self.offsets[index])
+
+    def __iter__(self) -> Iterator[_Table]:
+        return (self[index] for index in range(len(self)))
 
 
 class _Table:
@@ -113,33 +165,39 @@ class _Table:
         at = self._indirect(slot)
         return None if at is None else _Table(self.buf, at)
 
-    def _vector(self, slot: int, item: int) -> tuple[int, int] | None:
+    def _vector(self, slot: int, item: int, *, visited: bool = True) -> tuple[int, int] | None:
         at = self._indirect(slot)
         if at is None:
             return None
         count = int(self.buf.unpack("I", at))
         if at + 4 + count * item > self.buf.size:
             raise _CorruptError(f"a vector of {count} entries at byte {at} runs past the end ({self.buf.size} bytes)")
+        if visited:
+            self.buf.charge(count, at)
         return at + 4, count
 
-    def tables(self, slot: int) -> list[_Table]:
+    def tables(self, slot: int) -> _Tables:
         found = self._vector(slot, 4)
-        if found is None:
-            return []
-        start, count = found
-        return [_Table(self.buf, start + 4 * i + int(self.buf.unpack("I", start + 4 * i))) for i in range(count)]
+        return _Tables(_Vector(self.buf, *(found or (0, 0)), "I"))
 
-    def numbers(self, slot: int, fmt: str) -> tuple[int, ...]:
-        item = struct.calcsize("<" + fmt)
-        found = self._vector(slot, item)
+    def vector(self, slot: int, fmt: str) -> _Vector:
+        """The numbers of a scalar vector, read one at a time."""
+        found = self._vector(slot, struct.calcsize("<" + fmt))
+        return _Vector(self.buf, *(found or (0, 0)), fmt)
+
+    def numbers(self, slot: int, fmt: str, limit: int = _MAX_DIMS) -> tuple[int, ...]:
+        """A short vector (a tensor's sizes or dim order: ExecuTorch allows 16 dims) read whole."""
+        found = self._vector(slot, struct.calcsize("<" + fmt))
         if found is None:
             return ()
         start, count = found
+        if count > limit:
+            raise _CorruptError(f"a tensor of {count} dims at byte {start - 4} (ExecuTorch allows {limit})")
         return tuple(int(value) for value in struct.unpack_from(f"<{count}{fmt}", self.buf.data, start))
 
     def bytes_at(self, slot: int) -> tuple[int, int] | None:
         """``(start, length)`` of a ``[ubyte]`` vector."""
-        return self._vector(slot, 1)
+        return self._vector(slot, 1, visited=False)  # its bytes are not visited one by one
 
     def string(self, slot: int) -> str | None:
         found = self._vector(slot, 1)
@@ -209,14 +267,20 @@ class _Program:
         self.root = _Table(buf, int(buf.unpack("I", 0)))
         self.plans = self.root.tables(_PROGRAM_PLANS)
 
-    def delegates(self) -> list[str]:
-        return [delegate.string(0) or "?" for plan in self.plans for delegate in plan.tables(_PLAN_DELEGATES)]
+    def delegates(self) -> set[str]:
+        """The delegates' backend ids (the first 16 distinct, for the report)."""
+        found: set[str] = set()
+        for plan in self.plans:
+            for delegate in plan.tables(_PLAN_DELEGATES):
+                if len(found) < 16:
+                    found.add((delegate.string(0) or "?")[:128])
+        return found
 
     def constants(self) -> Iterator[_Constant]:
         """Every distinct constant float tensor that is 2-D with at least 2 rows once 1-dims are dropped."""
         inline = self.root.tables(_PROGRAM_CONSTANT_BUFFER)
         segment = self.root.table(_PROGRAM_CONSTANT_SEGMENT)
-        offsets = segment.numbers(1, "Q") if segment is not None else ()
+        offsets = segment.vector(1, "Q") if segment is not None else _Vector(self.buf, 0, 0, "Q")
         segment_start = segment_end = 0
         if offsets:
             assert segment is not None
@@ -245,6 +309,8 @@ class _Program:
                 if key in seen:
                     continue  # one table referenced by every layer
                 seen.add(key)
+                if len(seen) > _MAX_CONSTANTS:
+                    raise _CorruptError(f"more than {_MAX_CONSTANTS} constant tensors (at {key})")
                 shape = _table_shape(tensor.numbers(_TENSOR_SIZES, "i"), tensor.numbers(_TENSOR_DIM_ORDER, "B"))
                 if shape is None:
                     continue
@@ -252,6 +318,8 @@ class _Program:
                     yield _Constant(key, dtype, shape, True)
                     continue
                 skip = tensor.scalar(_TENSOR_STORAGE_OFFSET, "i") * _ITEM_SIZE[dtype]
+                if skip < 0:
+                    raise _CorruptError(f"constant {index} starts {skip} bytes before its storage")
                 nbytes = shape[0] * shape[1] * _ITEM_SIZE[dtype]
                 if offsets:
                     if index >= len(offsets):
@@ -271,16 +339,18 @@ class _Program:
                 yield _Constant(key, dtype, shape, False, start)
 
     def float_inputs(self) -> list[tuple[int, ...]]:
-        """The shapes of the float tensors the program takes as inputs."""
-        shapes = []
+        """The shapes of the float tensors the program takes as inputs (the first 16 distinct, for the report)."""
+        shapes: list[tuple[int, ...]] = []
         for plan in self.plans:
             values = plan.tables(_PLAN_VALUES)
-            for index in plan.numbers(_PLAN_INPUTS, "i"):
+            for index in plan.vector(_PLAN_INPUTS, "i"):
                 if not 0 <= index < len(values) or values[index].scalar(_EVALUE_TYPE, "B") != _KERNEL_TYPE_TENSOR:
                     continue
                 tensor = values[index].table(_EVALUE_VALUE)
                 if tensor is not None and tensor.scalar(_TENSOR_SCALAR_TYPE, "b") in _SCALAR_TYPES:
-                    shapes.append(tensor.numbers(_TENSOR_SIZES, "i"))
+                    shape = tensor.numbers(_TENSOR_SIZES, "i")
+                    if shape not in shapes and len(shapes) < 16:
+                        shapes.append(shape)
         return shapes
 
 
@@ -298,8 +368,10 @@ def _table_shape(sizes: Sequence[int], dim_order: Sequence[int]) -> tuple[int, i
 
 def _decode(raw: bytes, dtype: str, shape: tuple[int, ...]) -> npt.NDArray[np.float64]:
     if dtype == "bfloat16":
-        widened = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
-        return widened.astype(np.float64).reshape(shape)
+        widened = np.frombuffer(raw, "<u2").astype(np.uint32)
+        del raw
+        widened <<= 16
+        return widened.view(np.float32).astype(np.float64).reshape(shape)
     return np.frombuffer(raw, np.dtype(dtype).newbyteorder("<")).astype(np.float64).reshape(shape)
 
 
@@ -310,6 +382,8 @@ class _Data:
         self.entries: dict[str, tuple[str, int, int]] = {}
         self.files: list[str] = []
         self.skipped: list[str] = []
+        self.size = 0
+        """The bytes of the files read."""
 
     def add(self, path: str) -> None:
         handle, data = _open(path)
@@ -324,6 +398,7 @@ class _Data:
             data.close()
             handle.close()
         self.files.append(path)
+        self.size += buf.size
 
     def _index(self, path: str, buf: _Bytes) -> None:
         if buf.size < 40 or buf.span(4, 4) != b"FT01" or buf.span(8, 4) != b"FH01":
@@ -331,14 +406,16 @@ class _Data:
                                 "identifiers FT01 and FH01)")
         base = int(buf.unpack("Q", 32))
         root = _Table(buf, int(buf.unpack("I", 0)))
-        segments = [(table.scalar(0, "Q"), table.scalar(1, "Q")) for table in root.tables(1)]
+        segments = root.tables(1)
         for entry in root.tables(2):
             key, index = entry.string(0), entry.scalar(1, "I")
             if key is None or index >= len(segments):
                 raise _CorruptError(f"named data {key!r} points at segment {index} of {len(segments)}")
-            offset, size = segments[index]
+            offset, size = segments[index].scalar(0, "Q"), segments[index].scalar(1, "Q")
             if base + offset + size > buf.size:
                 raise _CorruptError(f"{key}'s {size} bytes run past the end ({buf.size} bytes): truncated")
+            if key not in self.entries and len(self.entries) >= _MAX_CONSTANTS:
+                raise _CorruptError(f"more than {_MAX_CONSTANTS} named tensors (at {key})")
             self.entries.setdefault(key, (path, base + offset, size))
 
     def read(self, key: str, nbytes: int) -> bytes:
@@ -347,6 +424,9 @@ class _Data:
             raise ArgumentError("served", f"{path}: {key} holds {size} bytes; the program needs {nbytes}")
         handle, data = _open(path)
         try:
+            if start + nbytes > len(data):
+                raise ArgumentError("served", f"{path}: {key} runs past the end ({len(data)} bytes): changed "
+                                    "while read")
             return data[start:start + nbytes]
         finally:
             data.close()
@@ -433,17 +513,35 @@ def _candidates(
                 store.skipped.append(file)
         missing = [constant.key for constant in external if constant.key not in store.entries]
 
-    def raw(constant: _Constant, nbytes: int) -> bytes:
+    # Each constant's row 0 is read, then the candidates whole: distinct tensors hold distinct bytes, so neither
+    # adds up past the files' size (tensors aliasing one region are read once; shifted views of one are refused).
+    size = program.buf.size + store.size
+    budget = {"row 0": size, "whole": size}
+    decoded: dict[tuple[str, int, int, str], npt.NDArray[np.float64]] = {}
+
+    def raw(constant: _Constant, nbytes: int, what: str) -> bytes:
+        budget[what] -= nbytes
+        if budget[what] < 0:
+            raise _CorruptError(f"its constants' {what} reads pass the {size} bytes of the files at {constant.key} "
+                                f"({nbytes} bytes): tensors overlapping in storage")
         if constant.external:
             return store.read(constant.key, nbytes)
         return program.buf.span(constant.start, nbytes)
+
+    def whole(constant: _Constant) -> npt.NDArray[np.float64]:
+        nbytes = constant.shape[0] * constant.shape[1] * _ITEM_SIZE[constant.dtype]
+        where = store.entries[constant.key][:2] if constant.external else (path, constant.start)
+        region = (where[0], where[1], nbytes, constant.dtype)
+        if region not in decoded:
+            decoded[region] = _decode(raw(constant, nbytes, "whole"), constant.dtype, constant.shape)
+        return decoded[region]
 
     rows0: dict[str, str] = {}
     for constant in constants:
         if constant.external and constant.key in missing:
             continue
         width = constant.shape[1]
-        first_row = _decode(raw(constant, width * _ITEM_SIZE[constant.dtype]), constant.dtype, (width,))
+        first_row = _decode(raw(constant, width * _ITEM_SIZE[constant.dtype], "row 0"), constant.dtype, (width,))
         tol = _tolerance(constant.dtype)
         if not np.all(np.isfinite(first_row)):
             continue
@@ -457,8 +555,7 @@ def _candidates(
         kind = rows0.get(constant.key)
         if kind is None or (constant.shape, "sin" if kind == "cos" else "cos") not in kinds:
             continue
-        nbytes = constant.shape[0] * constant.shape[1] * _ITEM_SIZE[constant.dtype]
-        values = _decode(raw(constant, nbytes), constant.dtype, constant.shape)
+        values = whole(constant)
         if np.all(np.isfinite(values)):
             source = store.entries[constant.key][0] if constant.external else path
             found.append(_Candidate(constant, kind, values, source))
@@ -523,7 +620,7 @@ def _layout(cos: npt.NDArray[np.float64], sin: npt.NDArray[np.float64]) -> str:
     return "neox" if duplicated else "half"
 
 
-def _why_none(path: str, missing: list[str], delegates: list[str], inputs: list[tuple[int, ...]],
+def _why_none(path: str, missing: list[str], delegates: set[str], inputs: list[tuple[int, ...]],
               files: list[str]) -> str:
     if missing:
         stem = os.path.splitext(os.path.basename(path))[0]
