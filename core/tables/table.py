@@ -187,9 +187,10 @@ class RopeTable:
 
         Both are :class:`~ropekit.CosSinArray`: they carry their ``layout``, ``attention_factor``
         and ``positions``, and :func:`ropekit.apply_rotary` applies them in their own layout (an
-        explicit contradicting one raises). With ``out=``, the returned arrays are views of the
-        buffers; the buffers themselves stay plain arrays (their layout is then the caller's to
-        state). :meth:`apply` is the path that leaves nothing to the caller.
+        explicit contradicting one raises). With ``out=``, the returned arrays are views of plain
+        buffers, which stay plain arrays (their layout is then the caller's to state), or the buffers
+        themselves when they are ``CosSinArray`` (an earlier result). :meth:`apply` is the path that
+        leaves nothing to the caller.
 
         ``layout``: ``neox`` (rotate-half) or ``gptj`` (interleaved), shape ``(N, rotary_dim)``, or
         ``half`` (one column per pair, ``(N, rotary_dim / 2)``); default: the table's own
