@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -97,3 +98,50 @@ def test_files_without_a_table_and_bad_files(tmp_path: Path) -> None:
         read_safetensors(tmp_path / "missing.safetensors")
     with pytest.raises(ropekit.ArgumentError, match="not a regular file"):
         read_safetensors(tmp_path)
+
+
+def _by_hand(path: Path, header: dict[str, object] | bytes, data: bytes = b"") -> Path:
+    """A safetensors file written by hand: u64 header size, the JSON header, the data buffer."""
+    import json
+
+    text = header if isinstance(header, bytes) else json.dumps(header).encode()
+    path.write_bytes(len(text).to_bytes(8, "little") + text + data)
+    return path
+
+
+@pytest.mark.parametrize(("header", "data", "words"), [
+    (b"{}", None, "header too large"),  # a header size of 2**63
+    ({"a.inv_freq": {"dtype": "F32", "shape": [2**40], "data_offsets": [0, 8]}}, b"\0" * 8, "invalid shape"),
+    ({"a.inv_freq": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 2**62]}}, b"\0" * 8, "invalid shape"),
+    ({"a.inv_freq": {"dtype": "F32", "shape": [2**62, 8], "data_offsets": [0, 0]}}, b"", "overflow"),
+    (b'{"a":' * 200 + b"1" + b"}" * 200, b"", "recursion limit"),
+])
+def test_a_safetensors_file_that_lies_about_a_size_is_refused_in_one_line(tmp_path: Path, header: Any, data: Any,
+                                                                          words: str) -> None:
+    """safetensors' own checks (header at most 100 MB and inside the file, each tensor's shape times its dtype
+    equal to its data_offsets, the offsets inside the buffer, JSON nested at most 128 deep) are what bound the
+    header: ropekit names the file and passes the reason on."""
+    path = tmp_path / "lie.safetensors"
+    if data is None:
+        path.write_bytes((2**63).to_bytes(8, "little") + header)
+    else:
+        _by_hand(path, header, data)
+    with pytest.raises(ropekit.ArgumentError) as caught:
+        read_safetensors(path)
+    assert "\n" not in str(caught.value) and f"{path}: cannot read as safetensors" in str(caught.value)
+    assert words in str(caught.value)
+
+
+def test_a_file_of_more_inv_freq_tensors_than_a_model_has_is_refused(tmp_path: Path) -> None:
+    """Each inv_freq is a table kept: 5,000 one-entry tensors (80 KB of header) would be 5,000 tables (200,000 were
+    17x the file in memory, and each bfloat16 one parsed the whole header again)."""
+    def inv_freqs(count: int) -> dict[str, object]:
+        return {f"model.layers.{i}.rotary_emb.inv_freq": {"dtype": "BF16", "shape": [1],
+                                                          "data_offsets": [2 * i, 2 * i + 2]} for i in range(count)}
+
+    path = _by_hand(tmp_path / "many.safetensors", inv_freqs(5000), b"\x80\x3f" * 5000)
+    with pytest.raises(ropekit.ArgumentError, match="more than 4096 inv_freq tensors"):
+        read_safetensors(path)
+    (table, *rest) = read_safetensors(_by_hand(tmp_path / "kept.safetensors", inv_freqs(4096),
+                                               b"\x80\x3f" * 4096)).tables
+    assert len(rest) == 4095 and table.values.tolist() == [1.0]

@@ -21,6 +21,8 @@ from ...served import MAX_ARRAY_BYTES, ServedArtifact, ServedTable, check_regula
 __all__ = ["read_safetensors"]
 
 _SKIPPED = ("original_inv_freq", "long_inv_freq")
+_MAX_TABLES = 4096
+"""The most ``inv_freq`` tensors read from one file (a model has one per layer at most; each is a table kept)."""
 
 
 def _layer_type(name: str) -> str | None:
@@ -45,12 +47,16 @@ def read_safetensors(path: str | os.PathLike[str]) -> ServedArtifact:
     name = os.fspath(path)
     check_regular_file(name, "served")
     tables: list[ServedTable] = []
+    header: dict[str, Any] = {}  # the JSON header, parsed once if a bfloat16 table needs its offsets
     try:
         with safe_open(name, framework="numpy") as handle:
             metadata: dict[str, Any] = handle.metadata() or {}
             for key in sorted(handle.keys()):
                 if not key.endswith("inv_freq") or key.endswith(_SKIPPED):
                     continue
+                if len(tables) == _MAX_TABLES:
+                    raise ArgumentError("served", f"{name}: tensor {key!r}: more than {_MAX_TABLES} inv_freq tensors "
+                                        "(a model has one per layer at most)")
                 view = handle.get_slice(key)
                 dtype, shape = str(view.get_dtype()).lower(), tuple(view.get_shape())
                 if len(shape) != 1 or not shape[0]:
@@ -59,7 +65,7 @@ def read_safetensors(path: str | os.PathLike[str]) -> ServedArtifact:
                     raise ArgumentError("served", f"{name}: tensor {key!r} is {dtype}; an inv_freq is a float tensor")
                 if shape[0] * 8 > MAX_ARRAY_BYTES:
                     raise ArgumentError("served", f"{name}: tensor {key!r} has {shape[0]} entries")
-                values = _values(handle, name, key, dtype)
+                values = _values(handle, name, key, dtype, header)
                 stored = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16"}[dtype]
                 tables.append(ServedTable(f"{name}:{key}", "inv_freq", values, stored, layer_type=_layer_type(key),
                                           angles="exact"))
@@ -72,14 +78,25 @@ def read_safetensors(path: str | os.PathLike[str]) -> ServedArtifact:
                           else "safetensors")
 
 
-def _values(handle: Any, name: str, key: str, dtype: str) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """The tensor as float64; bfloat16 (which numpy lacks) is widened from its raw 16-bit words."""
+def _values(handle: Any, name: str, key: str, dtype: str, header: dict[str, Any],
+            ) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """The tensor as float64; bfloat16 (which numpy lacks) is widened from its raw 16-bit words (the header
+    ``safe_open`` checked, parsed here once into ``header``; sizes checked again against the file as it is now)."""
     if dtype != "bf16":
         return np.asarray(handle.get_tensor(key), dtype=np.float64)
     with open(name, "rb") as stream:  # the format: u64 header size, JSON header, then the data buffer
+        file_size = os.fstat(stream.fileno()).st_size
         size = int.from_bytes(stream.read(8), "little")
-        header = json.loads(stream.read(size))
-        begin, end = header[key]["data_offsets"]
-        stream.seek(8 + size + int(begin))
-        words = np.frombuffer(stream.read(int(end) - int(begin)), dtype="<u2")
-    return (words.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        if not header:
+            if 8 + size > file_size:
+                raise ArgumentError("served", f"{name}: a header of {size} bytes in a file of {file_size}")
+            header.update(size=size, tensors=json.loads(stream.read(size)))
+        begin, end = (int(offset) for offset in header["tensors"][key]["data_offsets"])
+        start = 8 + int(header["size"]) + begin
+        if not 0 <= begin <= end or start + (end - begin) > file_size:
+            raise ArgumentError("served", f"{name}: tensor {key!r}: data_offsets [{begin}, {end}] run past the end "
+                                f"({file_size} bytes)")
+        stream.seek(start)
+        widened = np.frombuffer(stream.read(end - begin), dtype="<u2").astype(np.uint32)
+    widened <<= 16
+    return widened.view(np.float32).astype(np.float64)
