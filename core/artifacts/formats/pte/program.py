@@ -62,6 +62,8 @@ _ITEM_SIZE = {"float16": 2, "float32": 4, "float64": 8, "bfloat16": 2}
 _MAX_COLUMNS = 1 << 16
 _MAX_DIMS = 16  # ExecuTorch's kTensorDimensionLimit
 _MAX_CONSTANTS = 1 << 16
+_MAX_SIDES = 256
+"""The most distinct constants read whole as one side of a rope table (each cos is tried against each sin)."""
 """The most distinct 2-D float constants a program may hold (a 70B Llama has about 600)."""
 
 
@@ -517,7 +519,7 @@ def _candidates(
     # adds up past the files' size (tensors aliasing one region are read once; shifted views of one are refused).
     size = program.buf.size + store.size
     budget = {"row 0": size, "whole": size}
-    decoded: dict[tuple[str, int, int, str], npt.NDArray[np.float64]] = {}
+    decoded: dict[tuple[str, int, int, str], npt.NDArray[np.float64] | None] = {}  # None: not finite
 
     def raw(constant: _Constant, nbytes: int, what: str) -> bytes:
         budget[what] -= nbytes
@@ -528,12 +530,16 @@ def _candidates(
             return store.read(constant.key, nbytes)
         return program.buf.span(constant.start, nbytes)
 
-    def whole(constant: _Constant) -> npt.NDArray[np.float64]:
+    def whole(constant: _Constant) -> npt.NDArray[np.float64] | None:
         nbytes = constant.shape[0] * constant.shape[1] * _ITEM_SIZE[constant.dtype]
         where = store.entries[constant.key][:2] if constant.external else (path, constant.start)
         region = (where[0], where[1], nbytes, constant.dtype)
         if region not in decoded:
-            decoded[region] = _decode(raw(constant, nbytes, "whole"), constant.dtype, constant.shape)
+            if len(decoded) == _MAX_SIDES:
+                raise _CorruptError(f"more than {_MAX_SIDES} constants look like one side of a rope table (at "
+                                    f"{constant.key})")
+            values = _decode(raw(constant, nbytes, "whole"), constant.dtype, constant.shape)
+            decoded[region] = values if np.all(np.isfinite(values)) else None
         return decoded[region]
 
     rows0: dict[str, str] = {}
@@ -556,7 +562,7 @@ def _candidates(
         if kind is None or (constant.shape, "sin" if kind == "cos" else "cos") not in kinds:
             continue
         values = whole(constant)
-        if np.all(np.isfinite(values)):
+        if values is not None:
             source = store.entries[constant.key][0] if constant.external else path
             found.append(_Candidate(constant, kind, values, source))
     return found, missing, store.files
@@ -569,7 +575,11 @@ def _tolerance(dtype: str) -> float:
 def _pair(path: str, candidates: list[_Candidate]) -> tuple[list[ServedTable], list[dict[str, Any]]]:
     """Each cos with the sin that completes it (``C**2 + S**2 == a**2``), identical pairs once."""
     coses = [c for c in candidates if c.kind == "cos"]
-    sins = [c for c in candidates if c.kind == "sin" and np.any(np.abs(c.values[1:]) > 0)]
+    live: dict[int, bool] = {}  # by array: tensors sharing storage share one
+    for candidate in candidates:
+        if candidate.kind == "sin" and id(candidate.values) not in live:
+            live[id(candidate.values)] = bool(np.any(np.abs(candidate.values[1:]) > 0))
+    sins = [c for c in candidates if c.kind == "sin" and live[id(c.values)]]
     tables: list[ServedTable] = []
     sources: list[dict[str, Any]] = []
     used: set[str] = set()
@@ -578,6 +588,12 @@ def _pair(path: str, candidates: list[_Candidate]) -> tuple[list[ServedTable], l
         for sin in sins:
             if sin.constant.key in used or sin.values.shape != cos.values.shape:
                 continue
+            known = next((i for i, table in enumerate(tables)
+                          if table.values is cos.values and table.sin is sin.values), None)
+            if known is not None:  # tensors sharing the storage of a table already paired: decoded once, judged once
+                used.add(sin.constant.key)
+                sources[known]["aliases"].append([cos.constant.key, sin.constant.key])
+                break
             tol = max(_tolerance(cos.constant.dtype), _tolerance(sin.constant.dtype)) * 4 * max(magnitude ** 2, 1.0)
             if float(np.max(np.abs(cos.values ** 2 + sin.values ** 2 - magnitude ** 2))) > tol:
                 continue
