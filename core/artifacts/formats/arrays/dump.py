@@ -86,9 +86,9 @@ def read_served(
     if info.st_size > MAX_ARRAY_BYTES:
         raise ArgumentError("served", f"{name}: {info.st_size} bytes; a served table is at most {MAX_ARRAY_BYTES}")
     try:
-        if suffix == ".npy":
-            mapped = np.load(name, mmap_mode="r", allow_pickle=False)
-            array = np.array(mapped)
+        if suffix == ".npy":  # numpy refuses a header over 10,000 bytes and a shape the file cannot hold; a shape
+            with np.errstate(over="raise"):  # whose size overflows is an error here, not a warning
+                array = np.load(name, mmap_mode="r", allow_pickle=False)
         else:
             assert chosen is not None
             item = np.dtype(chosen).itemsize
@@ -102,11 +102,13 @@ def read_served(
                 array = array.reshape(-1, width)
     except ArgumentError:
         raise
-    except (OSError, ValueError, TypeError, EOFError, SyntaxError, tokenize.TokenError) as error:  # numpy parses
-        # the .npy header's dict with the tokenizer: a broken header raises its errors
+    except (OSError, ValueError, TypeError, EOFError, SyntaxError, tokenize.TokenError, FloatingPointError) as error:
+        # numpy parses the .npy header's dict with the tokenizer: a broken header raises its errors
         raise ArgumentError("served", f"{name}: cannot read as an array file: {type(error).__name__}: {error}") \
             from None
     if array.ndim not in (1, 2) or array.size == 0 or not np.issubdtype(array.dtype, np.floating):
         raise ArgumentError("served", f"{name}: expected a 1-D inv_freq or a 2-D cos/sin cache of floats, "
                             f"got {array.dtype} {array.shape}")
+    if isinstance(array, np.memmap):  # checked before it is copied: one copy, as float64, and the map let go
+        return np.array(array, dtype=np.float64)
     return np.asarray(array, dtype=np.float64)
