@@ -121,7 +121,7 @@ _BOUNDED = textwrap.dedent('''
     size = os.path.getsize(sys.argv[2])
     with open("/proc/self/status") as status:
         now = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
-    limit = now + 4 * size + (64 << 20)
+    limit = now + int(sys.argv[3]) * size + (64 << 20)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
         read_artifact(sys.argv[2])
@@ -152,7 +152,7 @@ def test_the_gguf_reader_stays_within_its_memory_bound_on_a_file_that_lies(tmp_p
     path = tmp_path / "lie.gguf"
     _gguf_lying_about_everything(path, padding)
     result = subprocess.run([sys.executable, "-c", _BOUNDED, str(fuzzing.ARTIFACTS / "gguf_llama3" / "model.gguf"),
-                             str(path)], capture_output=True, text=True, timeout=300, check=False)
+                             str(path), "4"], capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0 and result.stdout.startswith("refused"), result.stderr[-2000:]
     assert "not a GGUF llama.cpp would load" in result.stdout
 
@@ -174,5 +174,130 @@ def test_a_large_honest_gguf_is_read_within_the_same_bound(tmp_path: Path) -> No
         write()
     writer.close()
     result = subprocess.run([sys.executable, "-c", _BOUNDED, str(fuzzing.ARTIFACTS / "gguf_llama3" / "model.gguf"),
-                             str(path)], capture_output=True, text=True, timeout=300, check=False)
+                             str(path), "4"], capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0 and result.stdout.strip() == "read", result.stderr[-2000:]
+
+
+# -- the .pte, safetensors and .npy readers' memory bound -----------------------------------------------------
+
+TABLE_FACTOR = 8
+"""docs/audit.md's bound for the readers that decode whole tables (.pte, safetensors, .npy): at most 8 x the file
++ 64 MiB of address space beyond the warmed process. The float64 tables alone are 4x a half-precision file; the
+mapping and one table's raw bytes on the way are at most 2x more."""
+_WARM = {"pte": fuzzing.ARTIFACTS / "pte_llama32_xnnpack" / "model.pte",
+         "safetensors": fuzzing.ARTIFACTS / "onnx_llama_yarn" / "checkpoint" / "model.safetensors"}
+
+
+def _within_the_bound(kind: str, path: Path, warm: Path | None = None) -> str:
+    """What reading ``path`` under ``RLIMIT_AS`` (the table readers' bound) printed: ``read`` or ``refused ...``."""
+    result = subprocess.run([sys.executable, "-c", _BOUNDED, str(warm or _WARM[kind]), str(path), str(TABLE_FACTOR)],
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.strip()
+
+
+def _npy(header: str, data: bytes, version: int = 1) -> bytes:
+    """A ``.npy`` written by hand: magic, version, header length, the header dict, the data."""
+    import struct
+
+    text = header.encode("latin-1")
+    width = 2 if version == 1 else 4
+    text += b" " * (-(6 + 2 + width + len(text) + 1) % 64) + b"\n"
+    return b"\x93NUMPY" + bytes([version, 0]) + struct.pack("<H" if version == 1 else "<I", len(text)) + text + data
+
+
+_NPY_LIES = {
+    "shape past the end": ("{'descr': '<f2', 'fortran_order': False, 'shape': (1073741824, 64), }", 1,
+                           "mmap length is greater than file size"),
+    "shape overflowing": ("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 8), }", 1,
+                          "FloatingPointError: overflow"),
+    "negative shape": ("{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 8), }", 1, "negative dimensions"),
+    "header of 2**32 - 1 bytes": ("{'descr': '<f4', 'fortran_order': False, 'shape': (8,), }" + " " * 20_000, 2,
+                                  "may not be safe to load securely"),
+    "an item of 1 GiB": ("{'descr': '|V1073741824', 'fortran_order': False, 'shape': (1,), }", 1,
+                         "mmap length is greater than file size"),
+}
+
+
+@pytest.mark.parametrize("lie", sorted(_NPY_LIES))
+def test_an_npy_that_lies_about_its_size_is_refused_in_one_line(tmp_path: Path, lie: str) -> None:
+    """numpy's own checks bound a .npy (a header of at most 10,000 bytes, a shape the file holds, sizes that do not
+    overflow) after ropekit's (a file of at most 1 GiB): each lie is one line naming the file."""
+    from ropekit.artifacts.read import read_artifact
+
+    header, version, words = _NPY_LIES[lie]
+    path = tmp_path / "lie.npy"
+    path.write_bytes(_npy(header, b"\0" * 4096, version))
+    with pytest.raises(ropekit.ArgumentError) as caught:
+        read_artifact(path)
+    assert "\n" not in str(caught.value) and f"{path}: cannot read as an array file" in str(caught.value)
+    assert words in str(caught.value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert _within_the_bound("npy", path, warm=_warm_npy(tmp_path)).startswith("refused")
+
+
+def _warm_npy(tmp_path: Path) -> Path:
+    warm = tmp_path / "warm.npy"
+    if not warm.exists():
+        warm.write_bytes(fuzzing.seeds("npy")[0])
+    return warm
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status: Linux")
+@pytest.mark.parametrize("dtype", ["<f2", "<f4", "<f8"])
+def test_a_large_honest_npy_is_read_within_the_table_bound(tmp_path: Path, dtype: str) -> None:
+    """A [131072, 64] cos cache (16 MiB as float16, its float64 copy 64 MiB): read under the bound."""
+    path = tmp_path / "cos.npy"
+    np.save(path, np.cos(np.outer(np.arange(131072), np.ones(64))).astype(dtype))
+    assert _within_the_bound("npy", path, warm=_warm_npy(tmp_path)) == "read"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status: Linux")
+@pytest.mark.parametrize(("case", "words"), [
+    ({"plans": 3000, "values": 3000}, "its tables are referenced over and over"),
+    ({"plans": 3000, "delegates": 3000}, "its tables are referenced over and over"),
+    ({"dims": 1_000_000}, "a tensor of 1000000 dims"),
+    ({"constants": 400, "shift": 1, "rows": 20_000, "columns": 64}, "tensors overlapping in storage"),
+])
+def test_the_pte_reader_stays_within_its_memory_bound_on_a_program_that_lies(tmp_path: Path, case: dict[str, int],
+                                                                             words: str) -> None:
+    """Programs that alias one vector of tables thousands of times (millions of visits from kilobytes), claim a
+    million dims, or hold 200 overlapping views of one 5 MB buffer (each decoded whole: 2 GB before #46)."""
+    from .test_pte import hostile_program
+
+    path = tmp_path / "lie.pte"
+    path.write_bytes(hostile_program(**case))
+    printed = _within_the_bound("pte", path)
+    assert printed.startswith("refused") and words in printed, printed
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status: Linux")
+def test_a_large_honest_pte_is_read_within_the_table_bound(tmp_path: Path) -> None:
+    """A [65536, 64] float32 cos/sin pair (32 MiB) referred to by 2,000 tensors: one table, read once."""
+    from .test_pte import hostile_program
+
+    path = tmp_path / "big.pte"
+    path.write_bytes(hostile_program(rows=65536, columns=64, constants=2000))
+    assert _within_the_bound("pte", path) == "read"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status: Linux")
+@pytest.mark.parametrize(("count", "dtype", "printed"), [
+    (5000, "BF16", "refused"),  # more inv_freq tensors than a model has
+    (4096, "BF16", "read"),
+    (4096, "F16", "read"),
+])
+def test_the_safetensors_reader_stays_within_its_memory_bound(tmp_path: Path, count: int, dtype: str,
+                                                              printed: str) -> None:
+    """Thousands of inv_freq tensors of 2,048 entries each (16 MiB): refused past 4,096, else read under the bound
+    (each bfloat16 one parsed the whole header again before #46)."""
+    import json
+
+    entries = 2048
+    header = json.dumps({f"model.layers.{i}.rotary_emb.inv_freq": {
+        "dtype": dtype, "shape": [entries], "data_offsets": [2 * entries * i, 2 * entries * (i + 1)]}
+        for i in range(count)}).encode()
+    path = tmp_path / "many.safetensors"
+    path.write_bytes(len(header).to_bytes(8, "little") + header + b"\x80\x3f" * entries * count)
+    assert _within_the_bound("safetensors", path).startswith(printed)
