@@ -1,7 +1,8 @@
 """Fuzzing in the suite (issue #46): mutated copies of every committed artifact through each reader, audit and
 repair, and structure-aware configs through load / cos_sin / at / for_layer, all held to the contract in
-``tests/fuzzing.py``; the reproducers a campaign kept (``tests/data/fuzz/<target>/``) replayed; and the GGUF
-reader's memory bound enforced under ``RLIMIT_AS`` on files that lie about every count.
+``tests/fuzzing.py``; the reproducers a campaign kept (``tests/data/fuzz/<target>/``) replayed; and the memory
+bounds of docs/audit.md enforced under ``RLIMIT_AS`` (the GGUF reader's, the ``.pte``, safetensors and ``.npy``
+readers') on files that lie about their counts and sizes.
 
 Hypothesis profiles: ``ropekit-ci`` (the default: a small fixed budget, derandomized, so every suite run checks
 the same inputs) and ``ropekit-fuzz`` (``HYPOTHESIS_PROFILE=ropekit-fuzz``: 2,000 random examples a test, for
