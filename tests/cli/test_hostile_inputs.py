@@ -297,3 +297,31 @@ def test_scan_over_a_folder_named_in_another_encoding_prints_it_escaped(tmp_path
         if args:
             rows = [json.loads(line) for line in out.splitlines()]
             assert len(rows) == 4 and rows[-1]["summary"]["models"] == 3
+
+
+# -- ExecuTorch programs, safetensors and .npy files that lie about their counts and sizes ----------------------
+
+@pytest.mark.parametrize(("suffix", "needle"), [
+    (".pte", "its tables are referenced over and over"),
+    (".safetensors", "more than 4096 inv_freq tensors"),
+    (".npy", "FloatingPointError: overflow"),
+])
+def test_a_pte_safetensors_or_npy_that_lies_is_refused_by_name(tmp_path: Path, suffix: str, needle: str) -> None:
+    """One lie of each table reader's class: a program aliasing one vector of tables thousands of times, more
+    inv_freq tensors than a model has, an .npy shape whose size overflows (with warnings as errors: no warning
+    escapes in its place)."""
+    path = tmp_path / f"lie{suffix}"
+    if suffix == ".pte":
+        from ..artifacts.test_pte import hostile_program
+
+        path.write_bytes(hostile_program(plans=3000, values=3000))
+    elif suffix == ".safetensors":
+        pytest.importorskip("safetensors", reason="the safetensors reader extra (ropekit[safetensors]) is not installed")
+        header = json.dumps({f"l{i}.inv_freq": {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]}
+                             for i in range(5000)}).encode()
+        path.write_bytes(len(header).to_bytes(8, "little") + header + b"\0\0\x80\x3f" * 5000)
+    else:
+        text = b"{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 8), }"
+        text += b" " * (-(10 + len(text) + 1) % 64) + b"\n"
+        path.write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text + b"\0" * 64)
+    _refused(_cli("audit", str(LLAMA3), "--served", str(path), env={"PYTHONWARNINGS": "error"}), str(path), needle)
