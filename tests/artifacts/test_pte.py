@@ -328,3 +328,34 @@ def test_a_program_that_lies_is_refused_in_one_line(tmp_path: Path, case: dict[s
     message = str(caught.value)
     assert "\n" not in message and f"{path}: corrupt or truncated ExecuTorch program: " in message
     assert words in message
+
+
+def hostile_data_file(*, entries: int, name_bytes: int) -> bytes:
+    """A ``.ptd`` whose ``entries`` named tensors are one entry (a name of ``name_bytes`` bytes), by reference."""
+    flat = Flat(b"FT01")
+    flat.data.extend(b"FH01" + bytes(28))  # the extended header: FH01, then the segment base (0) at byte 32
+    root, root_refs = flat.table(3, {}, (1, 2))
+    segments, segment_refs = flat.refs(1)
+    flat.link(root_refs[1], segments)
+    segment, _ = flat.table(2, {0: ("Q", 0), 1: ("Q", 16)})
+    flat.link(segment_refs[0], segment)
+    named, named_refs = flat.refs(entries)
+    flat.link(root_refs[2], named)
+    entry, entry_ref = flat.table(2, {1: ("I", 0)}, (0,))
+    for at in named_refs:
+        flat.link(at, entry)
+    flat.link(entry_ref[0], flat.vector("B", b"n" * name_bytes))
+    return flat.done(root)
+
+
+def test_a_data_file_that_aliases_its_entries_is_refused_in_one_line(tmp_path: Path) -> None:
+    """20,000 named tensors that are one entry with a 100 KB name: before #46 each alias decoded the name again
+    (2 GB of names from a 100 KB file; the work grows as the square of the file)."""
+    program = tmp_path / "model.pte"
+    shutil.copy(ARTIFACTS / "pte_llama32_ptd" / "model.pte", program)
+    (tmp_path / "model.ptd").write_bytes(hostile_data_file(entries=20_000, name_bytes=100_000))
+    with pytest.raises(ropekit.ArgumentError) as caught:
+        read_artifact(program)
+    message = str(caught.value)
+    assert "\n" not in message and "model.ptd: corrupt or truncated ExecuTorch data file (.ptd)" in message
+    assert "its tables are referenced over and over" in message
