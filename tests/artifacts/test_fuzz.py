@@ -12,6 +12,7 @@ longer local runs).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -284,6 +285,8 @@ def test_a_large_honest_pte_is_read_within_the_table_bound(tmp_path: Path) -> No
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status: Linux")
+@pytest.mark.skipif(importlib.util.find_spec("safetensors") is None,
+                    reason="safetensors is not installed: pip install 'ropekit[safetensors]'")
 @pytest.mark.parametrize(("count", "dtype", "printed"), [
     (5000, "BF16", "refused"),  # more inv_freq tensors than a model has
     (4096, "BF16", "read"),
