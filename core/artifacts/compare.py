@@ -105,6 +105,9 @@ def _compare_cache(
 ) -> tuple[bool, dict[str, Any]]:
     pairs = len(want)
     cos = half_columns(served.values, served.layout, pairs)
+    if 0 in cos.shape or cos.shape[1] < pairs:  # a cache too narrow for the declared pairs, or with no rows
+        return False, {"length_mismatch": f"{cos.shape[1]} columns of pairs for {cos.shape[0]} positions, where the "
+                       f"declared table has {pairs} pairs", "served_inv_freq": None}
     if served.sin is None:
         magnitude = float(abs(cos[0, 0])) if served.first_position == 0 else factor
         sin = None
