@@ -22,7 +22,7 @@ is accepted.
 
 What survives derivation: ``layout``, ``part``, ``rope_type`` and ``layer_type`` describe the
 columns, and are kept by every view that keeps them (row slices, ``.view()``), found on the array the
-view was made from; a view that changes the last axis (a column slice, a transpose, a reshape) and
+view was made from; a view that changes the last axis (a column slice, a transpose, a reshape of it) and
 anything that makes a new array (arithmetic, ``astype``, a fancy-indexed copy) describes nothing, and
 :func:`ropekit.apply_rotary` refuses to guess a layout for it (state one). ``attention_factor`` and
 ``positions`` describe the array ``cos_sin`` returned and are ``None`` on anything made from it (a row
